@@ -1,0 +1,17 @@
+"""Assembles the pipeline for Dagster; nothing is defined here."""
+
+from dagster import Definitions, in_process_executor
+
+from oprag_pipeline.ingest.assets import raw_documents
+from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job, nightly_reindex_schedule
+from oprag_pipeline.resources import build_resources
+
+defs = Definitions(
+    assets=[raw_documents],
+    jobs=[domain_refresh_job],
+    sensors=[domain_files_sensor],
+    schedules=[nightly_reindex_schedule],
+    resources=build_resources(),
+    # One process per run: the DuckDB file and the on-disk vector shards admit a single writer.
+    executor=in_process_executor,
+)

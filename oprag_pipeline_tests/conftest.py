@@ -1,0 +1,54 @@
+"""Shared fixtures: a throw-away data directory and a real (on-disk, SQLite-backed) Dagster instance."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def shared_corpus(name: str) -> Path:
+    """A corpus from ../shared/data, or a skip that says why it is missing."""
+    path = SHARED_DATA / name
+    if not path.exists():
+        pytest.skip(f"{path} not present: the real corpora in ../shared/data are only on development machines")
+    return path
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "data"
+    (root / "raw").mkdir(parents=True)
+    monkeypatch.setenv("OPRAG_DATA_DIR", str(root))
+    monkeypatch.delenv("OPRAG_WAREHOUSE", raising=False)
+    return root
+
+
+@pytest.fixture
+def dagster_instance(tmp_path: Path) -> Iterator[DagsterInstance]:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with DagsterInstance.local_temp(str(home)) as instance:
+        yield instance
+
+
+def write_lines(path: Path, lines: list[str | bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        for line in lines:
+            handle.write(line if isinstance(line, bytes) else line.encode("utf-8"))
+            handle.write(b"\n")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_network_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a paid API by accident: a real key in the developer's shell is hidden."""
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        if name in os.environ:
+            monkeypatch.delenv(name)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job: set up, generate the demo corpus if there is no input yet, materialize every asset of every
+# domain, and say where the results are.
+source "$(dirname "$0")/_env.sh"
+if [ -z "$(find data/raw -mindepth 2 -type f 2>/dev/null | head -1)" ]; then
+  echo "==> data/raw is empty: generating the demo corpus" >&2
+  oprag generate-demo --docs "${OPRAG_DEMO_DOCS:-2000}"
+fi
+echo "==> materializing every asset of every domain" >&2
+oprag run "$@"
+oprag status
+cat <<MSG
+
+Results
+  warehouse:  $(python -c 'from oprag_pipeline import settings; print(settings.warehouse_path())')
+  reports:    data/reports/<domain>/
+Open the Dagster UI (asset lineage, runs, the sensor and the nightly schedule):
+  DAGSTER_HOME=$DAGSTER_HOME .venv/bin/dagster dev -w workspace.yaml
+MSG

@@ -1,0 +1,317 @@
+"""From mined candidates to a stable 3-tier entity registry (tier1 → tier2 → entity, with aliases).
+
+Clustering is scipy's average-linkage hierarchy over cosine distances of the candidates' embeddings, cut at three
+heights: tight (the same target written differently: "front desk", "reception desk"), looser (one aspect area:
+"front desk", "check-in", "concierge"), loosest (a top-level category). String similarity is folded into the
+distance so typos and plural or compound variants merge even when their embeddings disagree.
+
+Stability is the point of `update_registry`: ids already issued are never renumbered or reused. New mentions
+that match an existing entity (alias or embedding) join it; the rest wait in an unmapped pool and only form new
+entities once enough of them accumulate, so a trickle of new documents cannot churn the taxonomy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+
+from oprag_pipeline.registry.candidates import Candidate, candidate_key
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ClusterThresholds:
+    """Cosine-distance cut heights; defaults suit sentence-embedding models of the MiniLM family."""
+
+    entity: float = 0.28
+    tier2: float = 0.55
+    tier1: float = 0.72
+    map_to_existing: float = 0.25  # a new candidate joins an existing entity within this distance of its centroid
+
+
+@dataclass
+class Entity:
+    entity_id: str
+    name: str
+    tier2_id: str
+    tier2_name: str
+    tier1_id: str
+    tier1_name: str
+    aliases: dict[str, int] = field(default_factory=dict)  # alias → mention count in the sample
+    centroid: list[float] = field(default_factory=list)
+    status: str = "active"  # active | dropped | merged
+    merged_into: str | None = None
+
+
+@dataclass
+class Registry:
+    version: int
+    entities: list[Entity]
+    unmapped: dict[str, int] = field(default_factory=dict)  # candidate key → documents mentioning it
+
+    def active(self) -> list[Entity]:
+        return [e for e in self.entities if e.status == "active"]
+
+    def by_id(self) -> dict[str, Entity]:
+        return {e.entity_id: e for e in self.entities}
+
+    def alias_map(self) -> dict[str, str]:
+        """normalised alias → active entity id (merged entities point at their survivor)."""
+        survivors = self._survivors()
+        mapping: dict[str, str] = {}
+        for entity in self.entities:
+            target = survivors.get(entity.entity_id)
+            if target is None:
+                continue
+            for alias in entity.aliases:
+                mapping.setdefault(candidate_key(alias), target)
+        return mapping
+
+    def _survivors(self) -> dict[str, str]:
+        index = self.by_id()
+        result: dict[str, str] = {}
+        for entity in self.entities:
+            current = entity
+            seen = set()
+            while current.status == "merged" and current.merged_into and current.entity_id not in seen:
+                seen.add(current.entity_id)
+                current = index[current.merged_into]
+            if current.status == "active":
+                result[entity.entity_id] = current.entity_id
+        return result
+
+
+def _string_distance(a: str, b: str) -> float:
+    """0 when one is a spelling variant of the other, 1 when unrelated; only very close strings count."""
+    ratio = SequenceMatcher(None, a, b).ratio()
+    return 0.0 if ratio >= 0.88 else 1.0
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
+
+
+def cosine_distances(vectors: np.ndarray) -> np.ndarray:
+    unit = _normalised(np.asarray(vectors, dtype=np.float64))
+    return np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
+
+
+def combined_distances(keys: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    distances = cosine_distances(vectors)
+    n = len(keys)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if _string_distance(keys[i], keys[j]) == 0.0:
+                distances[i, j] = distances[j, i] = 0.0
+    np.fill_diagonal(distances, 0.0)
+    return distances
+
+
+def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
+    if len(distances) == 1:
+        return np.array([1])
+    tree = linkage(squareform(distances, checks=False), method="average")
+    return fcluster(tree, t=height, criterion="distance")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:40] or "entity"
+
+
+def _next_number(ids: Sequence[str], prefix: str) -> int:
+    numbers = [int(i[len(prefix) :]) for i in ids if i.startswith(prefix) and i[len(prefix) :].isdigit()]
+    return max(numbers, default=0) + 1
+
+
+def build_entities(
+    candidates: Sequence[Candidate],
+    embed: Embed,
+    thresholds: ClusterThresholds,
+    *,
+    existing_ids: Sequence[str] = (),
+) -> list[Entity]:
+    """Cluster candidates into entities under a fresh 3-tier taxonomy, numbering after `existing_ids`."""
+    if not candidates:
+        return []
+    keys = [c.key for c in candidates]
+    vectors = np.asarray(embed([c.name for c in candidates]), dtype=np.float64)
+    distances = combined_distances(keys, vectors)
+    entity_labels = hierarchical_labels(distances, thresholds.entity)
+
+    groups: dict[int, list[int]] = {}
+    for index, label in enumerate(entity_labels):
+        groups.setdefault(int(label), []).append(index)
+    ordered = sorted(groups.values(), key=lambda members: -sum(candidates[m].doc_frequency for m in members))
+
+    centroids = np.stack([_normalised(vectors[members]).mean(axis=0) for members in ordered])
+    group_distances = cosine_distances(centroids)
+    tier2_labels = hierarchical_labels(group_distances, thresholds.tier2)
+    tier1_labels = hierarchical_labels(group_distances, thresholds.tier1)
+
+    all_ids = list(existing_ids)
+    entity_next = _next_number(all_ids, "e")
+    tier2_next = _next_number(all_ids, "t2_")
+    tier1_next = _next_number(all_ids, "t1_")
+    tier2_ids: dict[int, tuple[str, str]] = {}
+    tier1_ids: dict[int, tuple[str, str]] = {}
+    entities: list[Entity] = []
+    for position, members in enumerate(ordered):
+        aliases: dict[str, int] = {}
+        for m in members:
+            for alias, count in candidates[m].aliases.items():
+                aliases[alias] = aliases.get(alias, 0) + count
+        name = max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))
+        entity_name = candidates[name].name
+        t2 = int(tier2_labels[position])
+        t1 = int(tier1_labels[position])
+        if t1 not in tier1_ids:  # groups are in frequency order, so the most discussed entity names its tiers
+            tier1_ids[t1] = (f"t1_{tier1_next:03d}", entity_name)
+            tier1_next += 1
+        if t2 not in tier2_ids:
+            tier2_ids[t2] = (f"t2_{tier2_next:03d}", entity_name)
+            tier2_next += 1
+        entities.append(
+            Entity(
+                entity_id=f"e{entity_next:04d}",
+                name=entity_name,
+                tier2_id=tier2_ids[t2][0],
+                tier2_name=tier2_ids[t2][1],
+                tier1_id=tier1_ids[t1][0],
+                tier1_name=tier1_ids[t1][1],
+                aliases=dict(sorted(aliases.items(), key=lambda kv: (-kv[1], kv[0]))),
+                centroid=[round(float(x), 6) for x in centroids[position]],
+            )
+        )
+        entity_next += 1
+    return entities
+
+
+def update_registry(
+    previous: Registry | None,
+    candidates: Sequence[Candidate],
+    embed: Embed,
+    *,
+    thresholds: ClusterThresholds | None = None,
+    recluster_min_unmapped: int = 20,
+) -> tuple[Registry, dict[str, int]]:
+    """The next registry version and a summary of what happened to the candidates."""
+    thresholds = thresholds or ClusterThresholds()
+    if previous is None or not previous.entities:
+        entities = build_entities(candidates, embed, thresholds)
+        return Registry(version=1, entities=entities), {"created": len(entities), "mapped": 0, "unmapped": 0}
+
+    registry = Registry(
+        version=previous.version,
+        entities=[Entity(**{**e.__dict__, "aliases": dict(e.aliases)}) for e in previous.entities],
+        unmapped=dict(previous.unmapped),
+    )
+    alias_map = registry.alias_map()
+    index = registry.by_id()
+    active = registry.active()
+    centroids = np.array([e.centroid for e in active], dtype=np.float64) if active else np.zeros((0, 1))
+    pending = [c for c in candidates if candidate_key(c.key) not in alias_map]
+    mapped = len(candidates) - len(pending)
+    for candidate in candidates:
+        target = alias_map.get(candidate_key(candidate.key))
+        if target:
+            entity = index[target]
+            for alias, count in candidate.aliases.items():
+                entity.aliases[alias] = entity.aliases.get(alias, 0) + count
+    still_unmapped: list[Candidate] = []
+    if pending and len(active):
+        vectors = _normalised(np.asarray(embed([c.name for c in pending]), dtype=np.float64))
+        distances = 1.0 - vectors @ _normalised(centroids).T
+        for candidate, row in zip(pending, distances, strict=True):
+            best = int(np.argmin(row))
+            if row[best] <= thresholds.map_to_existing:
+                entity = active[best]
+                for alias, count in candidate.aliases.items():
+                    entity.aliases[alias] = entity.aliases.get(alias, 0) + count
+                mapped += 1
+            else:
+                still_unmapped.append(candidate)
+    else:
+        still_unmapped = list(pending)
+    for candidate in still_unmapped:
+        registry.unmapped[candidate.key] = max(registry.unmapped.get(candidate.key, 0), candidate.doc_frequency)
+
+    created: list[Entity] = []
+    if len(registry.unmapped) >= recluster_min_unmapped:
+        pool = {c.key: c for c in still_unmapped}
+        pool_candidates = [
+            pool[k] if k in pool else Candidate(k, aliases=_counter(k, n)) for k, n in registry.unmapped.items()
+        ]
+        for c in pool_candidates:
+            if not c.doc_ids:
+                c.doc_ids = {f"_{i}" for i in range(registry.unmapped[c.key])}
+        existing_ids = (
+            [e.entity_id for e in registry.entities]
+            + [e.tier2_id for e in registry.entities]
+            + [e.tier1_id for e in registry.entities]
+        )
+        created = build_entities(pool_candidates, embed, thresholds, existing_ids=existing_ids)
+        _reuse_nearest_tiers(created, active, thresholds)
+        registry.entities.extend(created)
+        registry.unmapped = {}
+    changed = bool(created) or mapped > 0
+    registry.version = previous.version + (1 if changed else 0)
+    return registry, {"created": len(created), "mapped": mapped, "unmapped": len(registry.unmapped)}
+
+
+def _counter(key: str, count: int) -> Counter[str]:
+    return Counter({key: count})
+
+
+def _reuse_nearest_tiers(created: list[Entity], existing: list[Entity], thresholds: ClusterThresholds) -> None:
+    """Entities formed later slot into the existing taxonomy where they are close to an existing entity."""
+    if not created or not existing:
+        return
+    old = _normalised(np.array([e.centroid for e in existing], dtype=np.float64))
+    for entity in created:
+        vector = _normalised(np.array([entity.centroid], dtype=np.float64))[0]
+        distances = 1.0 - old @ vector
+        best = int(np.argmin(distances))
+        if distances[best] <= thresholds.tier2:
+            near = existing[best]
+            entity.tier2_id, entity.tier2_name = near.tier2_id, near.tier2_name
+            entity.tier1_id, entity.tier1_name = near.tier1_id, near.tier1_name
+        elif distances[best] <= thresholds.tier1:
+            near = existing[best]
+            entity.tier1_id, entity.tier1_name = near.tier1_id, near.tier1_name
+
+
+def apply_overrides(registry: Registry, overrides: dict) -> Registry:
+    """`registry_overrides/<domain>.yaml`: `rename: {id: name}`, `merge: [[keep_id, absorbed_id, ...]]`, `drop: [id]`.
+
+    Overrides never delete rows: a dropped or merged entity stays in the registry with its status, so its id is
+    never reissued and opinions already extracted for it can be traced.
+    """
+    index = registry.by_id()
+    for entity_id, name in (overrides.get("rename") or {}).items():
+        if entity_id not in index:
+            raise ValueError(f"registry override renames unknown entity {entity_id!r}")
+        index[entity_id].name = str(name)
+    for group in overrides.get("merge") or []:
+        keep, *absorbed = group
+        for entity_id in [keep, *absorbed]:
+            if entity_id not in index:
+                raise ValueError(f"registry override merges unknown entity {entity_id!r}")
+        for entity_id in absorbed:
+            source = index[entity_id]
+            for alias, count in source.aliases.items():
+                index[keep].aliases[alias] = index[keep].aliases.get(alias, 0) + count
+            source.status, source.merged_into = "merged", keep
+    for entity_id in overrides.get("drop") or []:
+        if entity_id not in index:
+            raise ValueError(f"registry override drops unknown entity {entity_id!r}")
+        index[entity_id].status = "dropped"
+    return registry

@@ -1,0 +1,142 @@
+"""Candidate mining, clustering into a 3-tier taxonomy, id stability across updates, and overrides.
+
+The clustering tests use a small hand-built embedding (concept axes) so the expected clusters are known exactly;
+the real MiniLM embedder is exercised by the enrichment chain's Dagster test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oprag_pipeline.registry.candidates import candidate_key, mine_candidates, phrases_in
+from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, build_entities, update_registry
+
+# concept axes: 0 front desk, 1 check-in, 2 breakfast, 3 coffee, 4 pool, 5 parking; nearby axes share a tier
+AXES = {
+    "front desk": [1, 0.35, 0, 0, 0, 0],
+    "reception": [0.97, 0.38, 0, 0, 0, 0],
+    "reception desk": [0.99, 0.33, 0, 0, 0, 0],
+    "check-in": [0.45, 1, 0, 0, 0, 0],
+    "breakfast": [0, 0, 1, 0.4, 0, 0],
+    "coffee": [0, 0, 0.45, 1, 0, 0],
+    "pool": [0, 0, 0, 0, 1, 0.2],
+    "parking": [0, 0, 0, 0, 0.2, 1],
+    "garage": [0, 0, 0, 0, 0.22, 0.97],
+    "valet parking": [0, 0, 0, 0, 0.2, 0.99],
+}
+
+
+def embed(texts):
+    rows = []
+    for text in texts:
+        key = text.lower()
+        if key not in AXES:
+            key = next(k for k in AXES if candidate_key(k) == candidate_key(text))
+        rows.append(AXES[key])
+    return np.array(rows, dtype=float)
+
+
+def corpus(pairs: list[tuple[str, int]]) -> list[tuple[str, str]]:
+    docs = []
+    for phrase, count in pairs:
+        for i in range(count):
+            docs.append((f"{phrase}-{i}", f"The {phrase} was fine. We liked the {phrase}."))
+    return docs
+
+
+def test_phrases_follow_determiners_and_copulas() -> None:
+    text = "Breakfast was cold. The front desk staff were rude, but our huge room had a view! I loved it."
+    assert phrases_in(text) == ["breakfast", "front desk staff", "room", "view"]
+    assert phrases_in("Nothing to add. Everything was fine.") == []
+
+
+def test_mining_keeps_what_many_documents_discuss() -> None:
+    docs = corpus([("pool", 5), ("front desk", 4), ("goldfish", 1)])
+    docs.append(("plural", "The pools were closed."))
+    found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=2)}
+    assert "goldfish" not in found
+    assert found["pool"].doc_frequency == 6 and set(found["pool"].aliases) == {"pool", "pools"}
+    assert found["front desk"].doc_frequency == 4
+    assert found["desk"].doc_frequency == 4  # the head noun is a candidate of its own
+
+
+def test_clusters_form_three_tiers() -> None:
+    candidates = mine_candidates(
+        corpus(
+            [
+                ("front desk", 9),
+                ("reception", 6),
+                ("check-in", 5),
+                ("breakfast", 8),
+                ("coffee", 3),
+                ("pool", 4),
+                ("parking", 7),
+                ("garage", 2),
+            ]
+        ),
+        min_doc_frequency=2,
+    )
+    candidates = [c for c in candidates if c.key in {candidate_key(k) for k in AXES}]
+    entities = build_entities(candidates, embed, ClusterThresholds())
+    by_name = {e.name: e for e in entities}
+    assert set(by_name) == {"front desk", "check-in", "breakfast", "coffee", "pool", "parking"}
+    assert "reception" in by_name["front desk"].aliases and "garage" in by_name["parking"].aliases
+    assert by_name["front desk"].tier2_id == by_name["check-in"].tier2_id
+    assert by_name["breakfast"].tier2_id == by_name["coffee"].tier2_id
+    assert by_name["breakfast"].tier2_id != by_name["front desk"].tier2_id
+    assert by_name["pool"].tier1_id == by_name["parking"].tier1_id
+    assert by_name["front desk"].tier1_name == "front desk"  # the most discussed entity names its tiers
+    assert [e.entity_id for e in entities] == [f"e{i:04d}" for i in range(1, 7)]
+
+
+def test_ids_are_stable_and_new_entities_wait_for_enough_mentions() -> None:
+    first_candidates = mine_candidates(corpus([("front desk", 5), ("breakfast", 4), ("pool", 3)]))
+    first_candidates = [c for c in first_candidates if c.key in {"front desk", "breakfast", "pool"}]
+    registry, summary = update_registry(None, first_candidates, embed)
+    assert summary["created"] == 3 and registry.version == 1
+    ids = {e.name: e.entity_id for e in registry.entities}
+
+    # new documents: a synonym of an existing entity maps to it; an unseen target waits in the pool
+    later = [
+        c for c in mine_candidates(corpus([("reception", 3), ("parking", 3)])) if c.key in {"reception", "parking"}
+    ]
+    second, summary = update_registry(registry, later, embed, recluster_min_unmapped=2)
+    assert summary == {"created": 0, "mapped": 1, "unmapped": 1}
+    assert {e.name: e.entity_id for e in second.entities} == ids
+    assert "reception" in second.by_id()[ids["front desk"]].aliases
+    assert second.unmapped == {"parking": 3}
+
+    more = [c for c in mine_candidates(corpus([("garage", 2), ("coffee", 2)])) if c.key in {"garage", "coffee"}]
+    third, summary = update_registry(second, more, embed, recluster_min_unmapped=3)
+    assert summary["created"] == 2  # parking+garage merge into one entity, coffee is another
+    assert {e.name: e.entity_id for e in third.entities if e.name in ids} == ids
+    new_ids = sorted(e.entity_id for e in third.entities if e.name not in ids)
+    assert new_ids and min(new_ids) > max(ids.values())
+    coffee = next(e for e in third.entities if "coffee" in e.aliases)
+    breakfast = third.by_id()[ids["breakfast"]]
+    assert coffee.tier2_id == breakfast.tier2_id  # a later entity slots into the existing taxonomy
+    assert third.unmapped == {} and third.version == registry.version + 2
+
+
+def test_overrides_rename_merge_drop_without_deleting() -> None:
+    candidates = [
+        c
+        for c in mine_candidates(corpus([("pool", 3), ("parking", 3), ("breakfast", 3)]))
+        if c.key in {"pool", "parking", "breakfast"}
+    ]
+    registry, _ = update_registry(None, candidates, embed)
+    ids = {e.name: e.entity_id for e in registry.entities}
+    apply_overrides(
+        registry,
+        {
+            "rename": {ids["pool"]: "swimming pool"},
+            "merge": [[ids["pool"], ids["parking"]]],
+            "drop": [ids["breakfast"]],
+        },
+    )
+    assert [e.name for e in registry.active()] == ["swimming pool"]
+    assert registry.alias_map()[candidate_key("parking")] == ids["pool"]
+    assert len(registry.entities) == 3
+    with pytest.raises(ValueError, match="unknown entity 'e9999'"):
+        apply_overrides(registry, {"drop": ["e9999"]})

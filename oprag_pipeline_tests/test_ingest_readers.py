@@ -50,6 +50,7 @@ def test_jsonl_every_row_level_reason(tmp_path: Path) -> None:
             doc("r8", "Lid broke.", rating="five"),
             doc("r1", "The kettle boils fast.", created_at="2024-03-01", author_tier="gold", rating=4),
             doc("r1", "A different text under the same id."),
+            '{"doc_id": "r9", "text": "escaped lone surrogate \\udc80 here"}',
             "",
         ],
     )
@@ -67,9 +68,10 @@ def test_jsonl_every_row_level_reason(tmp_path: Path) -> None:
         ("reviews.jsonl", 10, "unparsable_date"),
         ("reviews.jsonl", 11, "unparsable_rating"),
         ("reviews.jsonl", 13, "conflicting_doc_id"),
+        ("reviews.jsonl", 14, "undecodable_bytes"),
     ]
     stats = result.files[0]
-    assert (stats.rows_read, stats.accepted, stats.quarantined, stats.duplicates) == (13, 1, 11, 1)
+    assert (stats.rows_read, stats.accepted, stats.quarantined, stats.duplicates) == (14, 1, 12, 1)
     # the raw content is kept verbatim (decoded as far as possible) so the row can be repaired
     malformed = next(q for q in result.quarantined if q.row_number == 6)
     assert malformed.raw == '{"doc_id": "r4", "text": "unterminated'

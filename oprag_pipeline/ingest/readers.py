@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -178,22 +179,17 @@ def content_hash(record: dict[str, Any]) -> str:
     """Hash of everything that later stages derive from, so metadata edits also count as changes."""
     payload = "\x1f".join(
         "" if record[name] is None else str(record[name])
-        for name in (
-            "text",
-            "title",
-            "entity_scope",
-            "author_id",
-            "created_at",
-            "rating",
-            "author_attributes",
-            "extra",
-        )
+        for name in ("text", "title", "entity_scope", "author_id", "created_at", "rating", "author_attributes", "extra")
     )
-    return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).hexdigest()
+    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def normalise_record(raw: dict[str, Any], *, max_text_chars: int) -> dict[str, Any]:
-    """Map one parsed row onto the input contract or raise RowError saying why it cannot be."""
+def normalise_record(raw: dict[str, Any], *, max_text_chars: int, check_surrogates: bool = True) -> dict[str, Any]:
+    """Map one parsed row onto the input contract or raise RowError saying why it cannot be.
+
+    `check_surrogates` may be turned off by a reader that already knows its row decoded cleanly, which saves
+    re-encoding every string of every row on the hot path.
+    """
     doc_id = _optional_str(raw.get("doc_id"))
     if doc_id is None:
         raise RowError(REASON_MISSING_DOC_ID, "doc_id is missing or empty")
@@ -203,23 +199,21 @@ def normalise_record(raw: dict[str, Any], *, max_text_chars: int) -> dict[str, A
         raise RowError(REASON_MISSING_TEXT, f"text is missing or empty for doc_id {doc_id!r}")
     if len(text) > max_text_chars:
         raise RowError(
-            REASON_TEXT_TOO_LONG,
-            f"text of doc_id {doc_id!r} has {len(text):,} characters (limit {max_text_chars:,})",
+            REASON_TEXT_TOO_LONG, f"text of doc_id {doc_id!r} has {len(text):,} characters (limit {max_text_chars:,})"
         )
-    for key, value in raw.items():
-        if isinstance(value, str) and _has_surrogates(value):
-            raise RowError(REASON_UNDECODABLE, f"column {key!r} holds bytes that are not valid UTF-8")
+    if check_surrogates:
+        for key, value in raw.items():
+            if isinstance(value, str) and _has_surrogates(value):
+                raise RowError(REASON_UNDECODABLE, f"column {key!r} holds bytes that are not valid UTF-8")
     created_at = parse_date(raw.get("created_at"))
     rating = _parse_rating(raw.get("rating"))
     author_attributes = {}
     extra = {}
     for key, value in raw.items():
-        if key in CORE_FIELDS or value is None:
-            continue
-        if isinstance(value, float) and math.isnan(value):
+        if key in _CORE_SET or value is None or (value.__class__ is float and math.isnan(value)):
             continue
         if key.startswith("author_"):
-            author_attributes[key.removeprefix("author_")] = value
+            author_attributes[key[7:]] = value
         else:
             extra[key] = value
     record = {
@@ -230,15 +224,22 @@ def normalise_record(raw: dict[str, Any], *, max_text_chars: int) -> dict[str, A
         "author_id": _optional_str(raw.get("author_id")),
         "created_at": created_at,
         "rating": rating,
-        "author_attributes": json.dumps(author_attributes, sort_keys=True, default=str) if author_attributes else None,
-        "extra": json.dumps(extra, sort_keys=True, default=str) if extra else None,
+        "author_attributes": _dumps(author_attributes) if author_attributes else None,
+        "extra": _dumps(extra) if extra else None,
     }
     record["content_hash"] = content_hash(record)
     return record
 
 
+_CORE_SET = frozenset(CORE_FIELDS)
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
 # --------------------------------------------------------------------------------------------------------------
-# Physical readers: yield (row_number, parsed dict) or (row_number, RowError, raw text)
+# Physical readers: yield a RawRow per physical row (a parsed dict, or the error that stopped parsing)
 
 
 def _open_bytes(path: Path) -> io.BufferedIOBase:
@@ -256,7 +257,12 @@ def _logical_suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-RawRow = tuple[int, dict[str, Any] | None, RowError | None, str]
+class RawRow(NamedTuple):
+    number: int
+    parsed: dict[str, Any] | None
+    error: RowError | None
+    raw: str
+    may_hold_undecodable: bool = True  # False when the reader decoded the row strictly, so no check is needed
 
 
 def _iter_jsonl(path: Path) -> Iterator[RawRow]:
@@ -267,30 +273,38 @@ def _iter_jsonl(path: Path) -> Iterator[RawRow]:
             if not line.strip():
                 continue
             try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raw = line.decode("utf-8", errors="replace").rstrip("\r\n")
-                yield number, None, RowError(REASON_UNDECODABLE, f"invalid UTF-8 at byte {error.start}"), raw
-                continue
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError as error:
-                yield (
-                    number,
-                    None,
-                    RowError(REASON_MALFORMED_JSON, f"{error.msg} at column {error.colno}"),
-                    text.rstrip("\r\n"),
-                )
+                parsed = orjson.loads(line)  # also rejects invalid UTF-8, so valid rows need no second check
+            except orjson.JSONDecodeError:
+                yield _diagnose_json_line(number, line)
                 continue
             if not isinstance(parsed, dict):
-                yield (
-                    number,
-                    None,
-                    RowError(REASON_MALFORMED_JSON, "line is JSON but not an object"),
-                    text.rstrip("\r\n"),
+                yield RawRow(
+                    number, None, RowError(REASON_MALFORMED_JSON, "line is JSON but not an object"), _text(line)
                 )
                 continue
-            yield number, parsed, None, text
+            yield RawRow(number, parsed, None, "", may_hold_undecodable=False)
+
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def _diagnose_json_line(number: int, line: bytes) -> RawRow:
+    """The slow path for a line the fast parser refused: say precisely why, or accept what the stdlib accepts."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return RawRow(number, None, RowError(REASON_UNDECODABLE, f"invalid UTF-8 at byte {error.start}"), _text(line))
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as error:
+        return RawRow(
+            number, None, RowError(REASON_MALFORMED_JSON, f"{error.msg} at column {error.colno}"), _text(line)
+        )
+    if not isinstance(parsed, dict):
+        return RawRow(number, None, RowError(REASON_MALFORMED_JSON, "line is JSON but not an object"), _text(line))
+    # e.g. an escaped lone surrogate (\\udc80), which the stdlib decodes and normalise_record then rejects
+    return RawRow(number, parsed, None, _text(line), may_hold_undecodable=True)
 
 
 def _iter_json_array(path: Path) -> Iterator[RawRow]:
@@ -305,7 +319,7 @@ def _iter_json_array(path: Path) -> Iterator[RawRow]:
     try:
         items = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as error:
-        yield (
+        yield RawRow(
             1,
             None,
             RowError(REASON_UNDECODABLE, f"invalid UTF-8 at byte {error.start}"),
@@ -313,7 +327,7 @@ def _iter_json_array(path: Path) -> Iterator[RawRow]:
         )
         return
     except json.JSONDecodeError as error:
-        yield (
+        yield RawRow(
             1,
             None,
             RowError(REASON_MALFORMED_JSON, f"{error.msg} at line {error.lineno}"),
@@ -322,9 +336,9 @@ def _iter_json_array(path: Path) -> Iterator[RawRow]:
         return
     for number, item in enumerate(items, start=1):
         if isinstance(item, dict):
-            yield number, item, None, ""
+            yield RawRow(number, item, None, "")
         else:
-            yield (
+            yield RawRow(
                 number,
                 None,
                 RowError(REASON_MALFORMED_JSON, "array element is not an object"),
@@ -339,8 +353,13 @@ def _iter_csv(path: Path) -> Iterator[RawRow]:
         data = handle.read()
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    # surrogateescape keeps undecodable bytes addressable so one bad row does not lose the file.
-    text = data.decode("utf-8", errors="surrogateescape")
+    try:
+        text = data.decode("utf-8")
+        clean = True
+    except UnicodeDecodeError:
+        # surrogateescape keeps undecodable bytes addressable so one bad row does not lose the file.
+        text = data.decode("utf-8", errors="surrogateescape")
+        clean = False
     csv.field_size_limit(sys.maxsize)
     lines = text.splitlines(keepends=True)
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
@@ -350,7 +369,7 @@ def _iter_csv(path: Path) -> Iterator[RawRow]:
         return
     except csv.Error as error:
         raw = lines[0] if lines else ""
-        yield (
+        yield RawRow(
             1,
             None,
             RowError(REASON_MALFORMED_CSV, f"header: {error}"),
@@ -367,7 +386,7 @@ def _iter_csv(path: Path) -> Iterator[RawRow]:
         except csv.Error as error:
             end_line = reader.line_num
             raw = "".join(lines[start_line - 1 : end_line])
-            yield start_line, None, RowError(REASON_MALFORMED_CSV, str(error)), _printable(raw)
+            yield RawRow(start_line, None, RowError(REASON_MALFORMED_CSV, str(error)), _printable(raw))
             start_line = end_line + 1
             continue
         end_line = reader.line_num
@@ -377,22 +396,23 @@ def _iter_csv(path: Path) -> Iterator[RawRow]:
         if not values or (len(values) == 1 and not values[0].strip()):
             continue
         if len(values) != len(header):
-            yield (
+            yield RawRow(
                 number,
                 None,
                 RowError(REASON_MALFORMED_CSV, f"{len(values)} fields where the header has {len(header)}"),
                 _printable(raw),
             )
             continue
-        if any(_has_surrogates(v) for v in values):
-            yield (
+        if not clean and any(_has_surrogates(v) for v in values):
+            yield RawRow(
                 number,
                 None,
                 RowError(REASON_UNDECODABLE, "row holds bytes that are not valid UTF-8"),
                 _printable(raw),
             )
             continue
-        yield number, {k: (v if v != "" else None) for k, v in zip(header, values, strict=True)}, None, raw
+        row = {k: (v if v != "" else None) for k, v in zip(header, values, strict=True)}
+        yield RawRow(number, row, None, raw, may_hold_undecodable=False)
 
 
 def _iter_parquet(path: Path) -> Iterator[RawRow]:
@@ -407,7 +427,7 @@ def _iter_parquet(path: Path) -> Iterator[RawRow]:
                         row[key] = value.decode("utf-8")
                     except UnicodeDecodeError:
                         row[key] = value.decode("utf-8", errors="surrogateescape")
-            yield number, row, None, ""
+            yield RawRow(number, row, None, "")
 
 
 def _printable(raw: str) -> str:
@@ -488,12 +508,14 @@ def read_domain(
         stats.append(file_stats)
         try:
             rows = iter_file_rows(path)
-            for number, parsed, error, raw in rows:
+            for number, parsed, error, raw, may_hold_undecodable in rows:
                 file_stats.rows_read += 1
                 if error is None:
                     assert parsed is not None
                     try:
-                        record = normalise_record(parsed, max_text_chars=max_text_chars)
+                        record = normalise_record(
+                            parsed, max_text_chars=max_text_chars, check_surrogates=may_hold_undecodable
+                        )
                     except RowError as row_error:
                         error = row_error
                 if error is not None:

@@ -1,5 +1,9 @@
 """Warehouse tables of the ingest stage and the incremental diff against the previous ingest.
 
+`raw_documents` has no PRIMARY KEY on purpose: DuckDB's index makes the per-domain replace (delete, re-insert)
+several times slower, and uniqueness of (domain, doc_id) is already guaranteed by the reader, which collapses
+or quarantines repeated ids, and checked by the `rows_reconcile` asset check.
+
 Later stages ask `changed_doc_ids()` what to redo instead of re-deriving it; the diff is computed once here,
 in SQL, where both versions of the domain are side by side.
 """
@@ -30,8 +34,7 @@ CREATE TABLE IF NOT EXISTS raw_documents (
     source_file VARCHAR NOT NULL,
     source_row BIGINT NOT NULL,
     first_ingest_id INTEGER NOT NULL,
-    changed_ingest_id INTEGER NOT NULL,
-    PRIMARY KEY (domain, doc_id)
+    changed_ingest_id INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS quarantined_rows (
     domain VARCHAR NOT NULL,

@@ -110,7 +110,7 @@ def import_command(fmt: str, source: str, domain: str, **columns: str | None) ->
     "selection",
     default="*",
     show_default=True,
-    help="Dagster asset selection, e.g. 'raw_documents' or 'raw_documents+'.",
+    help="Dagster asset selection, e.g. 'raw_documents', '*opinions' (with everything upstream), 'opinions*'.",
 )
 def run_command(domains: tuple[str, ...], selection: str) -> None:
     """Materialize the asset graph (or a selection) for one or all domains, in process."""
@@ -125,6 +125,17 @@ def run_command(domains: tuple[str, ...], selection: str) -> None:
         raise click.UsageError(f"no input folder for domain(s) {', '.join(unknown)} under {settings.raw_dir()}")
     if not chosen:
         raise click.UsageError(f"no domains under {settings.raw_dir()}: run `oprag generate-demo` or `oprag import`")
+    from dagster import AssetSelection
+    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
+
+    if selection.strip() != "*":
+        try:
+            AssetSelection.from_string(selection)
+        except DagsterInvalidAssetSelectionError as error:
+            raise click.UsageError(
+                f"{error}. Examples: 'raw_documents', '*opinions' (it and everything upstream), "
+                "'key:opinions or key:raw_documents'"
+            ) from error
     instance = dagster_instance()
     failures = []
     with tqdm(total=len(chosen), desc="domains", unit="domain", file=sys.stderr) as bar:

@@ -2,12 +2,23 @@
 
 from dagster import Definitions, in_process_executor
 
+from oprag_pipeline.enrich.assets import author_attributes, enriched_entity_docs, entity_opinion_stats, opinions
 from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job, nightly_reindex_schedule
+from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
 from oprag_pipeline.resources import build_resources
 
 defs = Definitions(
-    assets=[raw_documents],
+    assets=[
+        raw_documents,
+        extraction_sample,
+        entity_candidates,
+        entity_registry,
+        opinions,
+        author_attributes,
+        entity_opinion_stats,
+        enriched_entity_docs,
+    ],
     jobs=[domain_refresh_job],
     sensors=[domain_files_sensor],
     schedules=[nightly_reindex_schedule],

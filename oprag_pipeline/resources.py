@@ -6,6 +6,7 @@ overridden per run in the Dagster launchpad, so the UI, the CLI and the tests ca
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from dagster import ConfigurableResource
@@ -41,10 +42,59 @@ def warehouse_resource(path: Path | None = None) -> DuckDBResource:
     return DuckDBResource(database=str(database))
 
 
+class EmbedderResource(ConfigurableResource):
+    """Dense (MiniLM) and sparse (BM25, negations kept) embeddings, offline by default."""
+
+    model: str = Field(
+        default="sentence-transformers/all-MiniLM-L6-v2",
+        description="fastembed model name; the default is assembled offline, others need a reachable model hub.",
+    )
+
+    def embedder(self):
+        from oprag_pipeline.embeddings import OfflineEmbedder
+
+        return _cached_embedder(self.model, OfflineEmbedder)
+
+    def embed_dense(self, texts):
+        return self.embedder().embed_dense(list(texts))
+
+
+_EMBEDDERS: dict[str, object] = {}
+
+
+def _cached_embedder(model: str, factory):
+    """One embedder per process: loading the ONNX session costs seconds, embedding a batch milliseconds."""
+    if model not in _EMBEDDERS:
+        _EMBEDDERS[model] = (
+            factory(model_name=model) if model != EmbedderResource.model_fields["model"].default else factory()
+        )
+    return _EMBEDDERS[model]
+
+
+class ExtractorResource(ConfigurableResource):
+    """Which opinion extractor runs: `offline` (default), `anthropic` or `openai-compatible` (env OPRAG_EXTRACTOR)."""
+
+    kind: str = Field(default="offline", description="offline | anthropic | openai-compatible")
+    batch_size: int = Field(default=500, description="Documents per committed batch (the unit of resume).")
+    max_concurrency: int = Field(default=4, description="Parallel requests for the LLM extractors.")
+    model: str | None = Field(default=None, description="LLM model id (LLM extractors only).")
+    base_url: str | None = Field(default=None, description="Endpoint for openai-compatible servers.")
+
+    def build(self):
+        from oprag_pipeline.enrich.factory import build_extractor
+
+        return build_extractor(
+            self.kind, model=self.model, base_url=self.base_url, max_concurrency=self.max_concurrency
+        )
+
+
 def build_resources(data_dir: Path | None = None, warehouse: Path | None = None) -> dict[str, object]:
     """Every resource the assets need, resolved from arguments or the environment."""
     root = data_dir or settings.data_dir()
+    extractor_kind = os.environ.get("OPRAG_EXTRACTOR", "offline")
     return {
         "paths": DataDirResource(data_dir=str(root)),
         "warehouse": warehouse_resource(warehouse or (settings.warehouse_path(root) if data_dir else None)),
+        "embedder": EmbedderResource(),
+        "extractor": ExtractorResource(kind=extractor_kind, batch_size=500 if extractor_kind == "offline" else 20),
     }

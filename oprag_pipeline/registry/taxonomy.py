@@ -31,9 +31,9 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 class ClusterThresholds:
     """Cosine-distance cut heights; defaults suit sentence-embedding models of the MiniLM family."""
 
-    entity: float = 0.28
-    tier2: float = 0.55
-    tier1: float = 0.72
+    entity: float = 0.3
+    tier2: float = 0.5
+    tier1: float = 0.62
     map_to_existing: float = 0.25  # a new candidate joins an existing entity within this distance of its centroid
 
 
@@ -65,7 +65,7 @@ class Registry:
 
     def alias_map(self) -> dict[str, str]:
         """normalised alias → active entity id (merged entities point at their survivor)."""
-        survivors = self._survivors()
+        survivors = self.survivors()
         mapping: dict[str, str] = {}
         for entity in self.entities:
             target = survivors.get(entity.entity_id)
@@ -75,7 +75,7 @@ class Registry:
                 mapping.setdefault(candidate_key(alias), target)
         return mapping
 
-    def _survivors(self) -> dict[str, str]:
+    def survivors(self) -> dict[str, str]:
         index = self.by_id()
         result: dict[str, str] = {}
         for entity in self.entities:
@@ -90,9 +90,14 @@ class Registry:
 
 
 def _string_distance(a: str, b: str) -> float:
-    """0 when one is a spelling variant of the other, 1 when unrelated; only very close strings count."""
-    ratio = SequenceMatcher(None, a, b).ratio()
-    return 0.0 if ratio >= 0.88 else 1.0
+    """0 when one is a spelling variant of the other ("accomodation" / "accommodation"), else 1.
+
+    Short words are never merged on spelling alone ("light" and "flight" are different things), and typos rarely
+    touch the first letter, so both are required besides a high similarity ratio.
+    """
+    if min(len(a), len(b)) < 6 or a[0] != b[0]:
+        return 1.0
+    return 0.0 if SequenceMatcher(None, a, b).ratio() >= 0.9 else 1.0
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
@@ -262,8 +267,9 @@ def update_registry(
         _reuse_nearest_tiers(created, active, thresholds)
         registry.entities.extend(created)
         registry.unmapped = {}
-    changed = bool(created) or mapped > 0
-    registry.version = previous.version + (1 if changed else 0)
+    # Only a change of the entity set bumps the version: extraction results are cached per version, and new
+    # aliases of existing entities are too frequent (every added document may bring one) to re-extract for.
+    registry.version = previous.version + (1 if created else 0)
     return registry, {"created": len(created), "mapped": mapped, "unmapped": len(registry.unmapped)}
 
 

@@ -1,0 +1,33 @@
+"""Choosing an extractor by name, so config and environment select it without code changes."""
+
+from __future__ import annotations
+
+from oprag_pipeline.enrich.schema import Extractor
+
+EXTRACTORS = ("offline", "anthropic", "openai-compatible")
+
+
+def build_extractor(
+    kind: str, *, model: str | None = None, base_url: str | None = None, max_concurrency: int = 4
+) -> Extractor:
+    if kind == "offline":
+        from oprag_pipeline.enrich.offline import OfflineExtractor
+
+        return OfflineExtractor()
+    if kind == "anthropic":
+        from oprag_pipeline.enrich.llm import AnthropicExtractor
+
+        options = {"max_concurrency": max_concurrency}
+        if model:
+            options["model"] = model
+        return AnthropicExtractor(**options)
+    if kind == "openai-compatible":
+        from oprag_pipeline.enrich.llm import OpenAICompatibleExtractor
+
+        options = {"max_concurrency": max_concurrency}
+        if model:
+            options["model"] = model
+        if base_url:
+            options["base_url"] = base_url
+        return OpenAICompatibleExtractor(**options)
+    raise ValueError(f"unknown extractor {kind!r}; choose one of {', '.join(EXTRACTORS)} (env OPRAG_EXTRACTOR)")

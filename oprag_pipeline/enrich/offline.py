@@ -1,0 +1,203 @@
+"""The default extractor: no network, deterministic, registry-anchored.
+
+Per document: find every registry alias (longest match wins, word boundaries, case-insensitive), score each
+mention's polarity and intensity with the fine-tuned aspect model on the sentence around it, then read emotional
+markers, evidence type and impact from the clause around the mention. Several mentions of one entity in a
+document are pooled by summing class probabilities, so one confident clause outweighs two hedged ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from oprag_pipeline.enrich import cues
+from oprag_pipeline.enrich.aspect_model import sentence_window
+from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
+
+OFFLINE_VERSION = "1"
+MAX_MENTIONS_PER_ENTITY = 3
+LABELS = ("negative", "neutral", "positive")
+
+# Words that signal consequences beyond the moment (money, time, business, safety, leaving): high impact.
+_CONSEQUENCE = re.compile(
+    r"\b(refund\w*|cancel\w*|lost|lose|losing|cost (?:me|us)|charged|overcharg\w*|money|revenue|sales|suspend\w*|"
+    r"banned|closed (?:my|our)|never (?:again|coming back|return\w*)|won'?t (?:be )?(?:back|return\w*)|"
+    r"switch\w* to|moved? to another|complain\w* to|health|sick|ill|danger\w*|unsafe|injur\w*|stolen|"
+    r"ruin\w*|deal ?breaker|business|customers?|profit\w*|fees? (?:went|go) up|late payments?)\b",
+    re.IGNORECASE,
+)
+
+
+class AspectScorer(Protocol):
+    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[Any]: ...
+
+
+@dataclass(frozen=True)
+class SimplePrediction:
+    sentiment: str
+    intensity: str
+    confidence: float
+    scores: dict[str, float]
+
+
+class VaderClauseScorer:
+    """Baseline: VADER's compound score of the clause around the mention (what lexicon-only systems do)."""
+
+    name = "vader-clause"
+
+    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[SimplePrediction]:
+        predictions = []
+        for text, start, end in items:
+            compound = cues.vader_compound(cues.local_clause(text, start, end))
+            sentiment = "positive" if compound >= 0.05 else "negative" if compound <= -0.05 else "neutral"
+            magnitude = abs(compound)
+            intensity = "high" if magnitude >= 0.75 else "medium" if magnitude >= 0.4 else "low"
+            positive = max(0.0, compound)
+            negative = max(0.0, -compound)
+            scores = {"negative": negative, "neutral": 1.0 - magnitude, "positive": positive}
+            predictions.append(SimplePrediction(sentiment, intensity, max(scores.values()), scores))
+        return predictions
+
+
+@lru_cache(maxsize=1)
+def default_model() -> AspectScorer:
+    from oprag_pipeline.enrich.aspect_model import AspectSentimentModel
+
+    return AspectSentimentModel.load()
+
+
+def _model_fingerprint() -> str:
+    """Part of the extractor version: a retrained model must invalidate cached extractions."""
+    from oprag_pipeline.enrich import aspect_model
+
+    directory = Path(aspect_model.MODEL_DIR)
+    digest = hashlib.sha256()
+    for path in sorted(directory.glob("*")):
+        if path.is_file() and path.suffix in {".onnx", ".json"}:
+            stat = path.stat()
+            digest.update(f"{path.name}:{stat.st_size}".encode())
+    return digest.hexdigest()[:10]
+
+
+class AliasMatcher:
+    """One compiled alternation over every alias; longer aliases first so 'front desk staff' beats 'staff'."""
+
+    def __init__(self, entities: Sequence[RegistryEntity]) -> None:
+        owner: dict[str, str] = {}
+        for entity in entities:
+            for alias in {entity.name, *entity.aliases}:
+                key = alias.strip().lower()
+                if len(key) >= 2:
+                    owner.setdefault(key, entity.entity_id)
+        self.owner = owner
+        ordered = sorted(owner, key=lambda a: (-len(a), a))
+        pattern = "|".join(_alias_pattern(a) for a in ordered) or r"(?!x)x"
+        self.regex = re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE)
+
+    def find(self, text: str) -> list[tuple[str, int, int]]:
+        """(entity id, start, end) of every mention, in text order."""
+        return [(self.owner[m.group(0).lower()], m.start(), m.end()) for m in self.regex.finditer(text)]
+
+
+def _alias_pattern(alias: str) -> str:
+    """Escape, let internal spaces and hyphens vary ("check-in" = "check in"), and allow a plural -s/-es."""
+    parts = [re.escape(p) for p in re.split(r"[\s\-]+", alias) if p]
+    body = r"[\s\-]+".join(parts)
+    return body + r"(?:e?s)?" if alias[-1:].isalpha() else body
+
+
+class OfflineExtractor:
+    """Registry-anchored extraction with a local model; see the module docstring."""
+
+    name = "offline"
+
+    def __init__(self, scorer: AspectScorer | None = None) -> None:
+        self._scorer = scorer
+        self._matchers: dict[tuple[str, ...], AliasMatcher] = {}
+
+    @property
+    def scorer(self) -> AspectScorer:
+        if self._scorer is None:
+            self._scorer = default_model()
+        return self._scorer
+
+    @property
+    def version(self) -> str:
+        if self._scorer is not None and not hasattr(self._scorer, "session"):
+            return f"{OFFLINE_VERSION}+{getattr(self._scorer, 'name', type(self._scorer).__name__)}"
+        return f"{OFFLINE_VERSION}+model-{_model_fingerprint()}"
+
+    def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float:
+        return 0.0
+
+    def _matcher(self, entities: Sequence[RegistryEntity]) -> AliasMatcher:
+        key = tuple(sorted(f"{e.entity_id}:{'|'.join(sorted(e.aliases))}:{e.name}" for e in entities))
+        if key not in self._matchers:
+            self._matchers = {key: AliasMatcher(entities)}
+        return self._matchers[key]
+
+    def extract(
+        self, documents: Sequence[DocumentInput], entities: Sequence[RegistryEntity]
+    ) -> list[ExtractionOutcome]:
+        matcher = self._matcher(entities)
+        names = {e.entity_id: e.name for e in entities}
+        items: list[tuple[str, int, int]] = []
+        owners: list[tuple[int, str]] = []
+        for index, document in enumerate(documents):
+            per_entity: dict[str, int] = {}
+            for entity_id, start, end in matcher.find(document.text):
+                if per_entity.get(entity_id, 0) >= MAX_MENTIONS_PER_ENTITY:
+                    continue
+                per_entity[entity_id] = per_entity.get(entity_id, 0) + 1
+                items.append((document.text, start, end))
+                owners.append((index, entity_id))
+        predictions = self.scorer.predict(items) if items else []
+        grouped: dict[tuple[int, str], list[tuple[tuple[str, int, int], Any]]] = {}
+        for owner, item, prediction in zip(owners, items, predictions, strict=True):
+            grouped.setdefault(owner, []).append((item, prediction))
+        outcomes = [ExtractionOutcome(doc_id=d.doc_id, content_hash=d.content_hash) for d in documents]
+        for (index, entity_id), mentions in grouped.items():
+            outcomes[index].opinions.append(_pool(entity_id, names[entity_id], mentions))
+        for outcome in outcomes:
+            outcome.opinions.sort(key=lambda o: (o.span_start or 0, o.entity_id or ""))
+        return outcomes
+
+
+def _pool(entity_id: str, entity_name: str, mentions: list[tuple[tuple[str, int, int], Any]]) -> ExtractedOpinion:
+    totals = dict.fromkeys(LABELS, 0.0)
+    for _, prediction in mentions:
+        for label in LABELS:
+            totals[label] += float(prediction.scores.get(label, 0.0))
+    sentiment = max(LABELS, key=lambda label: totals[label])
+    agreeing = [(item, p) for item, p in mentions if p.sentiment == sentiment] or mentions
+    _, strongest = max(agreeing, key=lambda pair: pair[1].confidence)
+    text = mentions[0][0][0]
+    intensity = strongest.intensity if sentiment != "neutral" else "low"
+    clauses = [cues.local_clause(t, s, e) for (t, s, e), _ in mentions]
+    clause_text = " ".join(clauses)
+    emotions = cues.emotions(clause_text) if sentiment != "neutral" else []
+    evidence = cues.evidence_type(clause_text)
+    consequence = _CONSEQUENCE.search(clause_text) is not None
+    impact = "high" if consequence else "medium" if intensity == "high" or evidence == "data_driven" else "low"
+    # the relevant text: every sentence that mentions the entity, in order, each once
+    windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
+    relevant = " ".join(text[lo:hi].strip() for lo, hi in windows)
+    return ExtractedOpinion(
+        entity_id=entity_id,
+        entity_name=entity_name,
+        sentiment=sentiment,
+        intensity=intensity,
+        impact=impact,
+        emotions=emotions,
+        evidence_type=evidence,
+        evidence_text=relevant,
+        span_start=windows[0][0],
+        span_end=windows[-1][1],
+        confidence=round(totals[sentiment] / len(mentions), 4),
+    )

@@ -1,0 +1,208 @@
+"""Registry assets: a stratified sample → entity candidates mined from it → the stable 3-tier entity registry."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+from dagster_duckdb import DuckDBResource
+from pydantic import Field
+
+from oprag_pipeline import settings
+from oprag_pipeline.partitions import domain_partitions
+from oprag_pipeline.registry import store
+from oprag_pipeline.registry.candidates import Candidate, mine_candidates
+from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, update_registry
+from oprag_pipeline.resources import DataDirResource, EmbedderResource
+
+SAMPLE_SQL = """
+WITH docs AS (
+    SELECT doc_id,
+           coalesce(entity_scope, '∅') || ' | ' || coalesce(CAST(CAST(round(rating) AS INTEGER) AS VARCHAR), '∅')
+               AS stratum,
+           md5(doc_id || $seed) AS shuffle
+    FROM raw_documents WHERE domain = $domain
+), ranked AS (
+    SELECT doc_id, stratum, shuffle,
+           row_number() OVER (PARTITION BY stratum ORDER BY shuffle) AS rank_in_stratum,
+           count(*) OVER (PARTITION BY stratum) AS stratum_size
+    FROM docs
+)
+-- Systematic interleaving: ordering by (rank + 0.5) / size gives every stratum its proportional share of any
+-- prefix, and small strata their first pick early, with no per-stratum quota arithmetic.
+SELECT doc_id, stratum, row_number() OVER (ORDER BY (rank_in_stratum - 0.5) / stratum_size, shuffle) AS sample_rank
+FROM ranked
+QUALIFY sample_rank <= $size
+ORDER BY sample_rank
+"""
+
+
+class SampleConfig(Config):
+    size: int = Field(default=300, description="Documents in the extraction sample.")
+    seed: str = Field(default="oprag", description="Changes which documents are drawn, deterministically.")
+
+
+@asset(
+    partitions_def=domain_partitions,
+    group_name="registry",
+    kinds={"duckdb"},
+    deps=["raw_documents"],
+    description="A stratified sample (by entity_scope and rounded rating) of the domain's documents, used to "
+    "discover the entities people talk about.",
+)
+def extraction_sample(
+    context: AssetExecutionContext, config: SampleConfig, warehouse: DuckDBResource
+) -> MaterializeResult:
+    domain = context.partition_key
+    with warehouse.get_connection() as conn:
+        store.ensure_tables(conn)
+        rows = conn.execute(SAMPLE_SQL, {"domain": domain, "seed": config.seed, "size": config.size}).fetchall()
+        conn.execute("DELETE FROM extraction_sample WHERE domain = ?", [domain])
+        if rows:
+            conn.executemany("INSERT INTO extraction_sample VALUES (?, ?, ?, ?)", [[domain, *r] for r in rows])
+        strata = conn.execute(
+            "SELECT count(DISTINCT stratum) FROM extraction_sample WHERE domain = ?", [domain]
+        ).fetchone()[0]
+    context.log.info(f"{domain}: sampled {len(rows):,} documents across {strata:,} strata")
+    return MaterializeResult(metadata={"documents": len(rows), "strata": int(strata)})
+
+
+class CandidateConfig(Config):
+    min_doc_frequency: int = Field(default=3, description="A target must be mentioned by at least this many documents.")
+    min_share: float = Field(default=0.01, description="... and by at least this share of the sample.")
+    limit: int = Field(default=250, description="At most this many candidates, most frequent first.")
+
+
+@asset(
+    partitions_def=domain_partitions,
+    group_name="registry",
+    kinds={"duckdb"},
+    deps=["extraction_sample"],
+    description="Opinion-target candidates mined from the sample: determiner- or copula-anchored phrases that "
+    "several documents mention, with the surface forms seen.",
+)
+def entity_candidates(
+    context: AssetExecutionContext, config: CandidateConfig, warehouse: DuckDBResource
+) -> MaterializeResult:
+    domain = context.partition_key
+    with warehouse.get_connection() as conn:
+        store.ensure_tables(conn)
+        docs = conn.execute(
+            """SELECT d.doc_id, coalesce(d.title || '. ', '') || d.text FROM extraction_sample s
+               JOIN raw_documents d ON d.domain = s.domain AND d.doc_id = s.doc_id
+               WHERE s.domain = ? ORDER BY s.sample_rank""",
+            [domain],
+        ).fetchall()
+        candidates = mine_candidates(
+            docs, min_doc_frequency=config.min_doc_frequency, min_share=config.min_share, limit=config.limit
+        )
+        conn.execute("DELETE FROM entity_candidates WHERE domain = ?", [domain])
+        if candidates:
+            conn.executemany(
+                "INSERT INTO entity_candidates VALUES (?, ?, ?, ?, ?)",
+                [[domain, c.key, c.name, json.dumps(dict(c.aliases)), c.doc_frequency] for c in candidates],
+            )
+    top = ", ".join(f"{c.name} ({c.doc_frequency})" for c in candidates[:15])
+    context.log.info(f"{domain}: {len(candidates)} candidates from {len(docs)} sampled documents; top: {top}")
+    return MaterializeResult(metadata={"candidates": len(candidates), "top": MetadataValue.text(top)})
+
+
+class RegistryConfig(Config):
+    recluster_min_unmapped: int = Field(
+        default=15, description="New entities are formed only once this many unmapped candidates have accumulated."
+    )
+    entity_distance: float = Field(default=ClusterThresholds.entity, description="Cosine distance cut for entities.")
+    tier2_distance: float = Field(default=ClusterThresholds.tier2, description="Cut for tier-2 groups.")
+    tier1_distance: float = Field(default=ClusterThresholds.tier1, description="Cut for tier-1 categories.")
+    overrides_dir: str = Field(
+        default=str(settings.project_root() / "registry_overrides"),
+        description="Folder of optional <domain>.yaml overrides (rename, merge, drop).",
+    )
+
+
+def load_overrides(directory: Path, domain: str) -> tuple[dict, str | None]:
+    path = directory / f"{domain}.yaml"
+    if not path.exists():
+        return {}, None
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {error}") from error
+    if not isinstance(data, dict) or set(data) - {"rename", "merge", "drop"}:
+        raise ValueError(f"{path}: expected a mapping with only 'rename', 'merge' and 'drop' keys")
+    return data, hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@asset(
+    partitions_def=domain_partitions,
+    group_name="registry",
+    kinds={"duckdb"},
+    deps=["entity_candidates"],
+    description="The entity registry: candidates clustered by embedding and string similarity into entities with "
+    "aliases under a 3-tier taxonomy. Ids are stable across runs; overrides are optional.",
+)
+def entity_registry(
+    context: AssetExecutionContext,
+    config: RegistryConfig,
+    warehouse: DuckDBResource,
+    embedder: EmbedderResource,
+    paths: DataDirResource,
+) -> MaterializeResult:
+    domain = context.partition_key
+    thresholds = ClusterThresholds(
+        entity=config.entity_distance, tier2=config.tier2_distance, tier1=config.tier1_distance
+    )
+    overrides, overrides_hash = load_overrides(Path(config.overrides_dir), domain)
+    with warehouse.get_connection() as conn:
+        store.ensure_tables(conn)
+        rows = conn.execute(
+            "SELECT candidate_key, aliases, doc_frequency FROM entity_candidates WHERE domain = ? "
+            "ORDER BY doc_frequency DESC, candidate_key",
+            [domain],
+        ).fetchall()
+        candidates = []
+        for key, aliases, frequency in rows:
+            candidate = Candidate(key)
+            candidate.aliases.update(json.loads(aliases))
+            candidate.doc_ids = {f"{key}#{i}" for i in range(frequency)}
+            candidates.append(candidate)
+        previous, previous_overrides = store.load_registry(conn, domain)
+        registry, summary = update_registry(
+            previous,
+            candidates,
+            embedder.embed_dense,
+            thresholds=thresholds,
+            recluster_min_unmapped=config.recluster_min_unmapped,
+        )
+        if overrides:
+            apply_overrides(registry, overrides)
+        if previous is not None and overrides_hash != previous_overrides:
+            registry.version = max(registry.version, previous.version + 1)
+        store.save_registry(conn, domain, registry, summary, overrides_hash)
+    active = registry.active()
+    tiers = sorted({(e.tier1_name, e.tier2_name) for e in active})
+    context.log.info(
+        f"{domain}: registry v{registry.version}: {len(active)} entities in {len({t[0] for t in tiers})} categories; "
+        f"{summary['created']} created, {summary['mapped']} candidates mapped, {summary['unmapped']} waiting"
+    )
+    preview = "\n".join(
+        f"| {e.entity_id} | {e.tier1_name} | {e.tier2_name} | {e.name} | {', '.join(list(e.aliases)[:5])} |"
+        for e in active[:40]
+    )
+    return MaterializeResult(
+        metadata={
+            "registry_version": registry.version,
+            "entities": len(active),
+            "tier1_categories": len({e.tier1_id for e in active}),
+            "tier2_groups": len({e.tier2_id for e in active}),
+            "created": summary["created"],
+            "mapped": summary["mapped"],
+            "unmapped_waiting": summary["unmapped"],
+            "overrides": overrides_hash or "none",
+            "preview": MetadataValue.md(
+                "| id | tier 1 | tier 2 | entity | aliases |\n|---|---|---|---|---|\n" + preview
+            ),
+        }
+    )

@@ -1,0 +1,104 @@
+"""The `oprag` command: help everywhere, and the generate → run → status path on a temporary data directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from oprag_pipeline.cli import main
+from oprag_pipeline_tests.conftest import write_lines
+
+SUBCOMMANDS = ["generate-demo", "import", "run", "status"]
+
+
+def test_help_lists_every_subcommand() -> None:
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    for name in SUBCOMMANDS:
+        assert name in result.output
+
+
+@pytest.mark.parametrize("name", SUBCOMMANDS)
+def test_every_subcommand_has_help(name: str) -> None:
+    result = CliRunner().invoke(main, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output and "--help" in result.output
+
+
+def test_console_script_is_installed() -> None:
+    oprag = Path(sys.executable).parent / "oprag"
+    completed = subprocess.run([str(oprag), "--help"], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0 and "generate-demo" in completed.stdout
+
+
+def test_run_then_status(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    write_lines(data_dir / "raw/shop/a.jsonl", ['{"doc_id": "1", "text": "Sturdy lid."}', "{oops"])
+    runner = CliRunner()
+    run = runner.invoke(main, ["run", "--select", "raw_documents"])
+    assert run.exit_code == 0, run.output
+    assert "shop: ok" in run.output
+    status = runner.invoke(main, ["status", "--json"])
+    assert status.exit_code == 0, status.output
+    report = json.loads(status.output)
+    shop = report["domains"]["shop"]
+    assert "raw_documents" in shop["materialized"]
+    assert shop["rows"]["raw_documents"] == 1
+    assert shop["quarantine_reasons"] == {"malformed_json": 1}
+    text = runner.invoke(main, ["status"]).output
+    assert "quarantined for malformed_json" in text
+
+
+def test_run_rejects_unknown_domain(data_dir: Path) -> None:
+    write_lines(data_dir / "raw/shop/a.jsonl", ['{"doc_id": "1", "text": "x"}'])
+    result = CliRunner().invoke(main, ["run", "--domain", "nope"])
+    assert result.exit_code != 0 and "nope" in result.output
+
+
+def test_generate_demo_then_run(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    generated = runner.invoke(main, ["generate-demo", "--docs", "200", "--seed", "3"])
+    assert generated.exit_code == 0, generated.output
+    assert sorted(p.name for p in (data_dir / "raw").iterdir()) == ["hotels", "seller_forum"]
+    assert (data_dir / "truth").is_dir()
+    run = runner.invoke(main, ["run", "--select", "raw_documents"])
+    assert run.exit_code == 0, run.output
+    report = json.loads(runner.invoke(main, ["status", "--json"]).output)
+    assert sum(d["rows"]["raw_documents"] for d in report["domains"].values()) == 200
+
+
+def test_import_table_with_column_mapping(data_dir: Path, tmp_path: Path) -> None:
+    source = write_lines(
+        tmp_path / "export.csv", ["id,body,stars", "a,Battery lasts two days.,5", "b,Screen scratched in a week.,2"]
+    )
+    runner = CliRunner()
+    missing = runner.invoke(main, ["import", "table", str(source), "--domain", "phones"])
+    assert missing.exit_code != 0 and "--text-col" in missing.output
+    result = runner.invoke(
+        main,
+        [
+            "import",
+            "table",
+            str(source),
+            "--domain",
+            "phones",
+            "--text-col",
+            "body",
+            "--id-col",
+            "id",
+            "--rating-col",
+            "stars",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for path in (data_dir / "raw/phones").glob("*.jsonl") for line in path.open()]
+    assert [(r["doc_id"], r["text"], float(r["rating"])) for r in rows] == [
+        ("a", "Battery lasts two days.", 5.0),
+        ("b", "Screen scratched in a week.", 2.0),
+    ]

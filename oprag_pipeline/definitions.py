@@ -8,21 +8,27 @@ from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_jo
 from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
 from oprag_pipeline.resources import build_resources
 
-defs = Definitions(
-    assets=[
-        raw_documents,
-        extraction_sample,
-        entity_candidates,
-        entity_registry,
-        opinions,
-        author_attributes,
-        entity_opinion_stats,
-        enriched_entity_docs,
-    ],
-    jobs=[domain_refresh_job],
-    sensors=[domain_files_sensor],
-    schedules=[nightly_reindex_schedule],
-    resources=build_resources(),
-    # One process per run: the DuckDB file and the on-disk vector shards admit a single writer.
-    executor=in_process_executor,
-)
+
+def build_definitions() -> Definitions:
+    """Built on demand so resources pick up the environment of the moment (the CLI's --data-dir, tests)."""
+    return Definitions(
+        assets=[
+            raw_documents,
+            extraction_sample,
+            entity_candidates,
+            entity_registry,
+            opinions,
+            author_attributes,
+            entity_opinion_stats,
+            enriched_entity_docs,
+        ],
+        jobs=[domain_refresh_job],
+        sensors=[domain_files_sensor],
+        schedules=[nightly_reindex_schedule],
+        resources=build_resources(),
+        # One process per run: the DuckDB file and the on-disk vector shards admit a single writer.
+        executor=in_process_executor,
+    )
+
+
+defs = build_definitions()

@@ -38,7 +38,9 @@ def materialize_domains(
     domains: Sequence[str], *, selection: str = "*", instance: DagsterInstance
 ) -> Iterator[DomainOutcome]:
     """Run the selected assets for each domain in turn, yielding as each domain finishes."""
-    from oprag_pipeline.definitions import defs
+    from oprag_pipeline.definitions import build_definitions
+
+    defs = build_definitions()
 
     register_domains(instance, domains)
     job = defs.resolve_job_def(JOB_NAME)

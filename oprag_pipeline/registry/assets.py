@@ -70,8 +70,8 @@ def extraction_sample(
 
 class CandidateConfig(Config):
     min_doc_frequency: int = Field(default=3, description="A target must be mentioned by at least this many documents.")
-    min_share: float = Field(default=0.01, description="... and by at least this share of the sample.")
-    limit: int = Field(default=250, description="At most this many candidates, most frequent first.")
+    min_share: float = Field(default=0.02, description="... and by at least this share of the sample.")
+    limit: int = Field(default=150, description="At most this many candidates, most frequent first.")
 
 
 @asset(

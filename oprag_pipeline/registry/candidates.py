@@ -39,7 +39,10 @@ BOUNDARY = frozenset(
     even still always all both either neither much many more most less least few lot lots bit such as like well
     ever yes ok okay please thanks thank get got getting go went gone come came make made take took one ones
     someone something anything nothing everything everyone anyone itself himself herself themselves ourselves
-    myself yourself however therefore otherwise away let lets makes made says said
+    myself yourself however therefore otherwise away let lets makes made says said say tell told think thought
+    know knew known feel feels want wanted need needed see saw seen look use try tried find found give gave given
+    keep kept leave left ran run put seem seems seemed now ago since once later soon today tonight yesterday
+    tomorrow honestly actually basically definitely probably maybe perhaps anyway far
     """.split()
 )
 # Adjectives and quantifiers that precede the head noun but are not part of the target's name.
@@ -126,7 +129,8 @@ def phrases_in(text: str, max_words: int = 3) -> list[str]:
                     break
                 words.append(token)
                 j += 1
-            while words and words[-1] in MODIFIERS:
+            # a trailing past-tense verb or adverb is not part of the name ("the speed test showed")
+            while words and (words[-1] in MODIFIERS or (len(words[-1]) >= 5 and words[-1].endswith(("ed", "ly")))):
                 words.pop()
             if words and not all(w in GENERIC for w in words) and len(words[-1]) > 2:
                 found.append(" ".join(words))

@@ -9,19 +9,22 @@ from oprag_pipeline.registry.assets import entity_candidates, entity_registry, e
 from oprag_pipeline.resources import build_resources
 
 
+ALL_ASSETS = [
+    raw_documents,
+    extraction_sample,
+    entity_candidates,
+    entity_registry,
+    opinions,
+    author_attributes,
+    entity_opinion_stats,
+    enriched_entity_docs,
+]
+
+
 def build_definitions() -> Definitions:
     """Built on demand so resources pick up the environment of the moment (the CLI's --data-dir, tests)."""
     return Definitions(
-        assets=[
-            raw_documents,
-            extraction_sample,
-            entity_candidates,
-            entity_registry,
-            opinions,
-            author_attributes,
-            entity_opinion_stats,
-            enriched_entity_docs,
-        ],
+        assets=ALL_ASSETS,
         jobs=[domain_refresh_job],
         sensors=[domain_files_sensor],
         schedules=[nightly_reindex_schedule],

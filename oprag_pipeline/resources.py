@@ -96,5 +96,8 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
         "paths": DataDirResource(data_dir=str(root)),
         "warehouse": warehouse_resource(warehouse or (settings.warehouse_path(root) if data_dir else None)),
         "embedder": EmbedderResource(),
-        "extractor": ExtractorResource(kind=extractor_kind, batch_size=500 if extractor_kind == "offline" else 20),
+        "extractor": ExtractorResource(
+            kind=extractor_kind,
+            batch_size=int(os.environ.get("OPRAG_EXTRACT_BATCH_SIZE", 500 if extractor_kind == "offline" else 20)),
+        ),
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from oprag_pipeline.enrich.schema import Extractor
 
 EXTRACTORS = ("offline", "anthropic", "openai-compatible")
@@ -11,9 +13,13 @@ def build_extractor(
     kind: str, *, model: str | None = None, base_url: str | None = None, max_concurrency: int = 4
 ) -> Extractor:
     if kind == "offline":
-        from oprag_pipeline.enrich.offline import OfflineExtractor
+        from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer
 
-        return OfflineExtractor()
+        # OPRAG_OFFLINE_SCORER=vader runs the lexicon baseline the benchmarks compare against
+        scorer = os.environ.get("OPRAG_OFFLINE_SCORER", "model")
+        if scorer not in ("model", "vader"):
+            raise ValueError(f"OPRAG_OFFLINE_SCORER must be 'model' or 'vader', not {scorer!r}")
+        return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None)
     if kind == "anthropic":
         from oprag_pipeline.enrich.llm import AnthropicExtractor
 

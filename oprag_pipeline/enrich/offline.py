@@ -58,10 +58,9 @@ class VaderClauseScorer:
             sentiment = "positive" if compound >= 0.05 else "negative" if compound <= -0.05 else "neutral"
             magnitude = abs(compound)
             intensity = "high" if magnitude >= 0.75 else "medium" if magnitude >= 0.4 else "low"
-            positive = max(0.0, compound)
-            negative = max(0.0, -compound)
-            scores = {"negative": negative, "neutral": 1.0 - magnitude, "positive": positive}
-            predictions.append(SimplePrediction(sentiment, intensity, max(scores.values()), scores))
+            # a lexicon has no calibrated probabilities: the chosen label gets all the mass
+            scores = {label: float(label == sentiment) for label in LABELS}
+            predictions.append(SimplePrediction(sentiment, intensity, max(magnitude, 0.5), scores))
         return predictions
 
 
@@ -91,8 +90,8 @@ class AliasMatcher:
     def __init__(self, entities: Sequence[RegistryEntity]) -> None:
         owner: dict[str, str] = {}
         for entity in entities:
-            for alias in {entity.name, *entity.aliases}:
-                key = alias.strip().lower()
+            for alias in sorted({entity.name, *entity.aliases}):
+                key = _normal(alias)
                 if len(key) >= 2:
                     owner.setdefault(key, entity.entity_id)
         self.owner = owner
@@ -102,7 +101,17 @@ class AliasMatcher:
 
     def find(self, text: str) -> list[tuple[str, int, int]]:
         """(entity id, start, end) of every mention, in text order."""
-        return [(self.owner[m.group(0).lower()], m.start(), m.end()) for m in self.regex.finditer(text)]
+        found = []
+        for match in self.regex.finditer(text):
+            key = _normal(match.group(0))
+            owner = self.owner.get(key) or self.owner.get(key[:-1]) or self.owner.get(key[:-2])  # plural -s / -es
+            if owner is not None:
+                found.append((owner, match.start(), match.end()))
+        return found
+
+
+def _normal(alias: str) -> str:
+    return re.sub(r"[\s\-]+", " ", alias.strip().lower())
 
 
 def _alias_pattern(alias: str) -> str:

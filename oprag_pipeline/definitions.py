@@ -8,7 +8,6 @@ from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_jo
 from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
 from oprag_pipeline.resources import build_resources
 
-
 ALL_ASSETS = [
     raw_documents,
     extraction_sample,

@@ -20,10 +20,10 @@ import pytest
 from dagster import DagsterInstance, materialize
 
 from oprag_pipeline.definitions import ALL_ASSETS
-from oprag_pipeline.resources import build_resources
 from oprag_pipeline.demo import generate_demo
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.registry.candidates import candidate_key
+from oprag_pipeline.resources import build_resources
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = 800  # in total, half per domain

@@ -3,6 +3,7 @@
 from dagster import Definitions, in_process_executor
 
 from oprag_pipeline.enrich.assets import author_attributes, enriched_entity_docs, entity_opinion_stats, opinions
+from oprag_pipeline.index.assets import enriched_kb, entity_split_kb, raw_kb
 from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job, nightly_reindex_schedule
 from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
@@ -17,6 +18,9 @@ ALL_ASSETS = [
     author_attributes,
     entity_opinion_stats,
     enriched_entity_docs,
+    raw_kb,
+    entity_split_kb,
+    enriched_kb,
 ]
 
 

@@ -90,12 +90,15 @@ class ExtractorResource(ConfigurableResource):
 
 def build_resources(data_dir: Path | None = None, warehouse: Path | None = None) -> dict[str, object]:
     """Every resource the assets need, resolved from arguments or the environment."""
+    from oprag_pipeline.index.vector_store import VectorStoreResource
+
     root = data_dir or settings.data_dir()
     extractor_kind = os.environ.get("OPRAG_EXTRACTOR", "offline")
     return {
         "paths": DataDirResource(data_dir=str(root)),
         "warehouse": warehouse_resource(warehouse or (settings.warehouse_path(root) if data_dir else None)),
         "embedder": EmbedderResource(),
+        "vector_store": VectorStoreResource(data_dir=str(root)),
         "extractor": ExtractorResource(
             kind=extractor_kind,
             batch_size=int(os.environ.get("OPRAG_EXTRACT_BATCH_SIZE", 500 if extractor_kind == "offline" else 20)),

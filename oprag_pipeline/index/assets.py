@@ -1,0 +1,225 @@
+"""Index assets: the raw KB (token chunks), the entity-split KB and the enriched KB, one collection each per domain."""
+
+import json
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    asset,
+)
+from dagster_duckdb import DuckDBResource
+from pydantic import Field
+
+from oprag_pipeline.index.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP, chunk_documents
+from oprag_pipeline.index.sync import SourcePoint, collection_name, sync_collection
+from oprag_pipeline.index.vector_store import VectorStoreResource
+from oprag_pipeline.partitions import domain_partitions
+from oprag_pipeline.resources import EmbedderResource
+
+RAW_CHUNKS_DDL = """
+CREATE TABLE IF NOT EXISTS raw_chunks (
+    domain VARCHAR NOT NULL, point_key VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, chunk_index INTEGER NOT NULL,
+    char_start INTEGER NOT NULL, char_end INTEGER NOT NULL, entity_scope VARCHAR, text VARCHAR NOT NULL
+);
+"""
+
+
+def _count_check(kb: str, source: str) -> AssetCheckSpec:
+    return AssetCheckSpec(
+        "points_match_source", asset=f"{kb}_kb", description=f"Point count equals the rows of `{source}`."
+    )
+
+
+def _result(context: AssetExecutionContext, kb: str, summary, source_rows: int, store, name: str):
+    points = store.count(name)
+    context.log.info(
+        f"{name}: {summary.written:,} written, {summary.deleted:,} deleted, {summary.unchanged:,} unchanged; "
+        f"{points:,} points for {source_rows:,} source rows"
+    )
+    yield MaterializeResult(
+        metadata={
+            "collection": name,
+            "points": points,
+            "written": summary.written,
+            "deleted": summary.deleted,
+            "unchanged": summary.unchanged,
+            "points_per_second": round(summary.points_per_second, 1),
+        }
+    )
+    yield AssetCheckResult(
+        check_name="points_match_source",
+        passed=points == source_rows,
+        metadata={"points": points, "source_rows": source_rows},
+    )
+
+
+class RawKbConfig(Config):
+    chunk_tokens: int = Field(default=DEFAULT_CHUNK_TOKENS, description="Tokens per chunk (embedder reads 256).")
+    overlap: float = Field(default=DEFAULT_OVERLAP, description="Share of a chunk repeated in the next one.")
+
+
+@asset(
+    partitions_def=domain_partitions,
+    group_name="index",
+    kinds={"qdrant", "duckdb"},
+    deps=["raw_documents"],
+    check_specs=[_count_check("raw", "raw_chunks")],
+    description="Plain RAG baseline: the source documents as fixed-size token chunks with overlap, no opinion "
+    "metadata. Chunk spans are kept in `raw_chunks` so hits map back to the opinions they contain.",
+)
+def raw_kb(
+    context: AssetExecutionContext,
+    config: RawKbConfig,
+    warehouse: DuckDBResource,
+    embedder: EmbedderResource,
+    vector_store: VectorStoreResource,
+):
+    from tokenizers import Tokenizer
+
+    from oprag_pipeline.embeddings import ensure_dense_model_dir
+
+    domain = context.partition_key
+    tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    with warehouse.get_connection() as conn:
+        conn.execute(RAW_CHUNKS_DDL)
+        docs = conn.execute(
+            "SELECT doc_id, text, entity_scope, created_at FROM raw_documents WHERE domain = ? ORDER BY doc_id",
+            [domain],
+        ).fetchall()
+        meta = {d[0]: (d[2], d[3]) for d in docs}
+        chunks = []
+        for start in range(0, len(docs), 5000):
+            chunks.extend(
+                chunk_documents(
+                    [(d[0], d[1]) for d in docs[start : start + 5000]],
+                    tokenizer,
+                    chunk_tokens=config.chunk_tokens,
+                    overlap=config.overlap,
+                )
+            )
+        conn.execute("BEGIN TRANSACTION")
+        conn.execute("DELETE FROM raw_chunks WHERE domain = ?", [domain])
+        conn.executemany(
+            "INSERT INTO raw_chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                [
+                    domain,
+                    f"{c.doc_id}#{c.index}",
+                    c.doc_id,
+                    c.index,
+                    c.char_start,
+                    c.char_end,
+                    meta[c.doc_id][0],
+                    c.text,
+                ]
+                for c in chunks
+            ],
+        )
+        conn.execute("COMMIT")
+    context.log.info(f"{domain}: {len(docs):,} documents → {len(chunks):,} chunks of ≤ {config.chunk_tokens} tokens")
+    points = [
+        SourcePoint(
+            key=f"{c.doc_id}#{c.index}",
+            text=c.text,
+            payload={
+                "domain": domain,
+                "doc_id": c.doc_id,
+                "chunk_index": c.index,
+                "char_start": c.char_start,
+                "char_end": c.char_end,
+                "entity_scope": meta[c.doc_id][0],
+            },
+        )
+        for c in chunks
+    ]
+    store = vector_store.open_store()
+    name = collection_name(domain, "raw")
+    summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
+    yield from _result(context, "raw", summary, len(points), store, name)
+
+
+ENTITY_DOCS_SQL = """
+SELECT point_key, doc_id, entity_id, entity_name, tier1_name, tier2_name, sentiment, intensity, impact, emotions,
+       evidence_type, sentiment_intensity, author_attributes, entity_scope, text, relevant_text
+FROM enriched_entity_docs WHERE domain = ? ORDER BY point_key
+"""
+
+
+def _entity_points(domain: str, rows: list[tuple], *, enriched: bool) -> list[SourcePoint]:
+    points = []
+    for r in rows:
+        payload = {"domain": domain, "doc_id": r[1], "entity_id": r[2], "entity_scope": r[13]}
+        if enriched:
+            author = json.loads(r[12]) if r[12] else {}
+            payload.update(
+                {
+                    "entity_name": r[3],
+                    "tier1_name": r[4],
+                    "tier2_name": r[5],
+                    "sentiment": r[6],
+                    "intensity": r[7],
+                    "impact": r[8],
+                    "emotions": list(r[9]),
+                    "evidence_type": r[10],
+                    "sentiment_intensity": r[11],
+                    **{f"author_{k}": v for k, v in author.items()},
+                }
+            )
+        points.append(SourcePoint(key=r[0], text=r[14] if enriched else r[15], payload=payload))
+    return points
+
+
+@asset(
+    partitions_def=domain_partitions,
+    group_name="index",
+    kinds={"qdrant"},
+    deps=["enriched_entity_docs"],
+    check_specs=[_count_check("enriched", "enriched_entity_docs")],
+    description="O-RAG: one point per (document, entity), its text embedded with the opinion metadata in words, "
+    "the same metadata as payload (entity, sentiment, intensity, impact, emotions, author attributes).",
+)
+def enriched_kb(
+    context: AssetExecutionContext,
+    warehouse: DuckDBResource,
+    embedder: EmbedderResource,
+    vector_store: VectorStoreResource,
+):
+    domain = context.partition_key
+    with warehouse.get_connection() as conn:
+        rows = conn.execute(ENTITY_DOCS_SQL, [domain]).fetchall()
+    store = vector_store.open_store()
+    name = collection_name(domain, "enriched")
+    summary = sync_collection(
+        store, embedder.embedder(), name, _entity_points(domain, rows, enriched=True), log=context.log.info
+    )
+    yield from _result(context, "enriched", summary, len(rows), store, name)
+
+
+@asset(
+    partitions_def=domain_partitions,
+    group_name="index",
+    kinds={"qdrant"},
+    deps=["entity_split_docs"],
+    check_specs=[_count_check("entity_split", "entity_split_docs")],
+    description="Ablation: the same per-entity split as the enriched KB, embedded without opinion metadata.",
+)
+def entity_split_kb(
+    context: AssetExecutionContext,
+    warehouse: DuckDBResource,
+    embedder: EmbedderResource,
+    vector_store: VectorStoreResource,
+):
+    domain = context.partition_key
+    with warehouse.get_connection() as conn:
+        rows = conn.execute(ENTITY_DOCS_SQL, [domain]).fetchall()
+    store = vector_store.open_store()
+    name = collection_name(domain, "entity_split")
+    summary = sync_collection(
+        store, embedder.embedder(), name, _entity_points(domain, rows, enriched=False), log=context.log.info
+    )
+    yield from _result(context, "entity_split", summary, len(rows), store, name)

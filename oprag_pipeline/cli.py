@@ -151,6 +151,48 @@ def run_command(domains: tuple[str, ...], selection: str) -> None:
         raise click.ClickException(f"run failed for {', '.join(failures)}; see the logs above or the Dagster UI")
 
 
+@main.command("query")
+@click.argument("text")
+@click.option("--domain", required=True, help="Domain to search.")
+@click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=500), help="Hits to return.")
+@click.option("--mode", type=click.Choice(["semantic", "hybrid"]), default="hybrid", show_default=True)
+@click.option(
+    "--kb",
+    type=click.Choice(["enriched", "entity_split", "raw"]),
+    default="enriched",
+    show_default=True,
+    help="Knowledge base: enriched (O-RAG), entity_split (ablation) or raw (plain RAG chunks).",
+)
+@click.option("--entity", help="Entity id whose distribution to compare (default: the one most hits are about).")
+def query_command(text: str, domain: str, k: int, mode: str, kb: str, entity: str | None) -> None:
+    """Search a domain's knowledge base and compare the retrieved opinions with the corpus."""
+    from oprag_pipeline.index.query import run_query
+    from oprag_pipeline.index.vector_store import CollectionNotFoundError, open_vector_store
+    from oprag_pipeline.resources import EmbedderResource
+
+    warehouse = settings.warehouse_path()
+    if not warehouse.exists():
+        raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run` first")
+    store = open_vector_store(settings.data_dir())
+    try:
+        output = run_query(
+            warehouse=warehouse,
+            store=store,
+            embedder=EmbedderResource().embedder(),
+            domain=domain,
+            query=text,
+            k=k,
+            mode=mode,
+            kb=kb,
+            entity=entity,
+        )
+    except CollectionNotFoundError as error:
+        raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from error
+    finally:
+        store.close()
+    click.echo(output)
+
+
 @main.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status_command(as_json: bool) -> None:

@@ -1,0 +1,97 @@
+"""`oprag query`: retrieve, show each hit's opinion and author, and compare the entity's retrieved distribution
+of sentiment with the corpus's."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from oprag_pipeline.index.retrieval import RetrievedHit, Retriever, attach_opinions
+
+SENTIMENTS = ("positive", "neutral", "negative")
+BAR_WIDTH = 30
+
+
+def histogram(label: str, counts: Counter, total: int) -> list[str]:
+    lines = [f"{label} (n={total})"]
+    for sentiment in SENTIMENTS:
+        share = counts.get(sentiment, 0) / total if total else 0.0
+        lines.append(f"  {sentiment:<9} {'█' * round(share * BAR_WIDTH):<{BAR_WIDTH}} {share:6.1%}")
+    return lines
+
+
+def run_query(
+    *,
+    warehouse: Path,
+    store,
+    embedder,
+    domain: str,
+    query: str,
+    k: int,
+    mode: str,
+    kb: str,
+    entity: str | None = None,
+) -> str:
+    retriever = Retriever(store, embedder)
+    hits = retriever.search(domain, query, k=k, mode=mode, kb=kb)
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        attach_opinions(conn, domain, kb, hits)
+        focus = entity or _main_entity(hits)
+        corpus = (
+            Counter(
+                dict(
+                    conn.execute(
+                        "SELECT sentiment, count(*) FROM opinions WHERE domain = ? AND entity_id = ? GROUP BY 1",
+                        [domain, focus],
+                    ).fetchall()
+                )
+            )
+            if focus
+            else Counter()
+        )
+        focus_name = (
+            conn.execute(
+                "SELECT name FROM entity_registry WHERE domain = ? AND entity_id = ?", [domain, focus]
+            ).fetchone()
+            if focus
+            else None
+        )
+    lines = [f'{len(hits)} hits for "{query}" in {domain}/{kb} ({mode}, k={k})', ""]
+    for rank, hit in enumerate(hits, start=1):
+        lines.extend(_render_hit(rank, hit, kb))
+    if focus:
+        retrieved = Counter(o["sentiment"] for h in hits for o in h.opinions if o["entity_id"] == focus)
+        name = focus_name[0] if focus_name else focus
+        lines.append("")
+        lines.append(f"Entity {focus} ({name}): sentiment of retrieved opinions vs the whole corpus")
+        lines.extend(histogram("retrieved", retrieved, sum(retrieved.values())))
+        lines.extend(histogram("corpus", corpus, sum(corpus.values())))
+    return "\n".join(lines)
+
+
+def _main_entity(hits: Sequence[RetrievedHit]) -> str | None:
+    counts = Counter(o["entity_id"] for h in hits for o in h.opinions)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def _render_hit(rank: int, hit: RetrievedHit, kb: str) -> list[str]:
+    opinions = (
+        ", ".join(
+            f"{o['entity_name']}: {o['sentiment']}/{o['intensity']} ({o['sentiment_intensity']:+d})"
+            for o in hit.opinions
+        )
+        or "no opinion"
+    )
+    author = ", ".join(f"{k}={v}" for k, v in sorted(hit.author.items())) or "unknown author"
+    text = hit.payload.get("text", "")
+    if kb == "enriched":
+        text = text.split("Text: ", 1)[-1]
+    snippet = " ".join(text.split())[:160]
+    return [
+        f"{rank:>3}. [{hit.score:.3f}] {hit.payload.get('doc_id')}  {opinions}",
+        f"     {author}",
+        f"     {snippet}",
+    ]

@@ -1,0 +1,100 @@
+"""Indexing through Dagster into the embedded Qdrant engine: counts, idempotence, deletions, and `oprag query`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from dagster import DagsterInstance, materialize
+
+from oprag_pipeline.cli import main
+from oprag_pipeline.definitions import ALL_ASSETS
+from oprag_pipeline.demo import generate_demo
+from oprag_pipeline.index.sync import collection_name
+from oprag_pipeline.index.vector_store import EdgeVectorStore
+from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
+from oprag_pipeline.resources import build_resources
+
+INDEX_KEYS = ("raw_kb", "entity_split_kb", "enriched_kb")
+
+
+def materialize_all(data_dir: Path, instance: DagsterInstance) -> dict[str, dict]:
+    if "hotels" not in instance.get_dynamic_partitions(DOMAIN_PARTITIONS_NAME):
+        instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels"])
+    result = materialize(ALL_ASSETS, partition_key="hotels", instance=instance, resources=build_resources(data_dir))
+    assert result.success
+    checks = {c.asset_key.to_user_string(): c.passed for c in result.get_asset_check_evaluations()}
+    assert all(checks.values()), checks
+    return {
+        e.asset_key.to_user_string(): {
+            k: v.value for k, v in e.step_materialization_data.materialization.metadata.items()
+        }
+        for e in result.get_asset_materialization_events()
+    }
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("index")
+    data_dir = root / "data"
+    generate_demo(data_dir, docs=240, seed=21, domains=("hotels",))
+    (root / "home").mkdir()
+    previous = os.environ.get("OPRAG_DATA_DIR")
+    os.environ["OPRAG_DATA_DIR"] = str(data_dir)
+    with DagsterInstance.local_temp(str(root / "home")) as instance:
+        first = materialize_all(data_dir, instance)
+        yield data_dir, instance, first
+    if previous is None:
+        os.environ.pop("OPRAG_DATA_DIR", None)
+    else:
+        os.environ["OPRAG_DATA_DIR"] = previous
+
+
+def test_collections_hold_one_point_per_source_row(indexed) -> None:
+    data_dir, _, first = indexed
+    for key in INDEX_KEYS:
+        assert first[key]["points"] > 0 and first[key]["written"] == first[key]["points"]
+    assert first["enriched_kb"]["points"] == first["enriched_entity_docs"]["documents"]
+    assert first["entity_split_kb"]["points"] == first["enriched_entity_docs"]["documents"]
+
+
+def test_reindexing_unchanged_data_writes_nothing_and_deletes_removed(indexed) -> None:
+    data_dir, instance, first = indexed
+    second = materialize_all(data_dir, instance)
+    for key in INDEX_KEYS:
+        assert second[key]["written"] == 0 and second[key]["deleted"] == 0, (key, second[key])
+    # remove ten documents from the input: their chunks and entity points must leave every collection
+    source = next((data_dir / "raw" / "hotels").glob("*.jsonl"))
+    rows = [json.loads(line) for line in source.read_text().splitlines()]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows[10:]))
+    third = materialize_all(data_dir, instance)
+    assert third["raw_documents"]["removed"] == 10
+    assert third["raw_kb"]["deleted"] >= 10 and third["raw_kb"]["written"] == 0
+    assert third["enriched_kb"]["deleted"] > 0
+    store = EdgeVectorStore(data_dir / "qdrant")
+    try:
+        removed = {r["doc_id"] for r in rows[:10]}
+        hits = store.search(collection_name("hotels", "raw"), dense=[1.0] + [0.0] * 383, k=500, mode="semantic")
+        assert not removed & {h.payload["doc_id"] for h in hits}
+        assert store.count(collection_name("hotels", "raw")) == third["raw_kb"]["points"]
+    finally:
+        store.close()
+
+
+def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir, _, _ = indexed
+    monkeypatch.setenv("OPRAG_DATA_DIR", str(data_dir))
+    result = CliRunner().invoke(
+        main, ["query", "what do guests think of the breakfast?", "--domain", "hotels", "-k", "8", "--mode", "hybrid"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "8 hits for" in result.output
+    assert "breakfast" in result.output.lower()
+    assert "retrieved (n=" in result.output and "corpus (n=" in result.output
+    raw = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--kb", "raw", "--mode", "semantic"])
+    assert raw.exit_code == 0, raw.output
+    missing = CliRunner().invoke(main, ["query", "x", "--domain", "nowhere"])
+    assert missing.exit_code != 0 and "materialize the index first" in missing.output

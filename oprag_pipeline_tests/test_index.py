@@ -54,7 +54,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_collections_hold_one_point_per_source_row(indexed) -> None:
-    data_dir, _, first = indexed
+    _, _, first = indexed
     for key in INDEX_KEYS:
         assert first[key]["points"] > 0 and first[key]["written"] == first[key]["points"]
     assert first["enriched_kb"]["points"] == first["enriched_entity_docs"]["documents"]
@@ -62,7 +62,7 @@ def test_collections_hold_one_point_per_source_row(indexed) -> None:
 
 
 def test_reindexing_unchanged_data_writes_nothing_and_deletes_removed(indexed) -> None:
-    data_dir, instance, first = indexed
+    data_dir, instance, _ = indexed
     second = materialize_all(data_dir, instance)
     for key in INDEX_KEYS:
         assert second[key]["written"] == 0 and second[key]["deleted"] == 0, (key, second[key])

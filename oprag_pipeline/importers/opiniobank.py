@@ -1,4 +1,4 @@
-"""OpinioBank (Nayeem & Rafiei, "OpinioRAG", COLM 2025; huggingface.co/datasets/tafseer-nayeem/OpinioBank).
+"""OpinioBank (Nayeem & Rafiei, "OpinioRAG", COLM 2025; dataset card of tafseer-nayeem/OpinioBank).
 
 Supported shape — the one documented in the dataset card (README of the `Dataset/` folder of the
 tafseer-nayeem/OpinioRAG repository, section "Dataset Structure"): one object per entity (a hotel)::

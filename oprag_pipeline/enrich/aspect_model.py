@@ -1,0 +1,337 @@
+"""Offline aspect-sentiment model: a fine-tuned MiniLM-L6 classifier run through onnxruntime.
+
+Why this shape:
+
+* Lexicon scoring tops out around 0.67-0.75 aspect-polarity accuracy (implied negatives, comparisons with the past,
+  contrast inside one sentence), so the default extractor needs a contextual model. A 6-layer MiniLM fine-tuned on
+  MAMS (Apache-2.0) is the smallest model that gets close to the target on two CPU cores.
+* The runtime needs only ``onnxruntime`` + ``tokenizers`` (both come with fastembed); torch is a training-only extra.
+* Cost grows with tokens, not with review length: each aspect is scored on a short window (the sentence around the
+  aspect, cropped to a few dozen tokens), items are sorted by length and padded per batch, and repeated
+  (window, aspect) pairs are served from a small cache.
+
+Input encoding (shared with training, so both sides agree byte for byte)::
+
+    [CLS] left-context < aspect > right-context [SEP] aspect-or-category [SEP]
+
+The ``<`` ``>`` markers say *which* mention is meant when the same sentence has several aspects with different
+polarities; the second segment repeats the aspect term (or gives the category name when the aspect has no span).
+The classifier reads the [CLS] vector and the vector at the opening marker.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+MODEL_FILE = "aspect_sentiment.onnx"
+LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
+
+CLS_ID = 101
+SEP_ID = 102
+PAD_ID = 0
+OPEN_MARK = "<"
+CLOSE_MARK = ">"
+
+# Window sizes (in word-piece tokens). Training uses the same values, so runtime windows look like training windows.
+MAX_CONTEXT_TOKENS = 80
+MAX_ASPECT_TOKENS = 8
+SHORT_SENTENCE_WORDS = 6
+# When an implied-opinion pattern (cues.implied_polarity) disagrees with the model, keep this share of the model's
+# probabilities; the rest goes to the pattern's label.
+RULE_WEIGHT_KEEP = 0.35
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+
+
+@dataclass(frozen=True)
+class AspectItem:
+    """One aspect to score: a span ``text[start:end]`` (a target term), or a category name with no span."""
+
+    text: str
+    start: int | None = None
+    end: int | None = None
+    category: str | None = None
+
+    @property
+    def aspect(self) -> str:
+        """The aspect phrase placed in the second segment."""
+        if self.category:
+            return self.category
+        if self.start is not None and self.end is not None:
+            return self.text[self.start : self.end]
+        return ""
+
+
+@dataclass(frozen=True)
+class AspectPrediction:
+    """Model output for one aspect. ``scores`` maps each label to its probability; ``confidence`` is the top one."""
+
+    sentiment: str
+    intensity: str
+    confidence: float
+    scores: dict[str, float] = field(default_factory=dict)
+    intensity_score: float = 0.0
+
+    @property
+    def sentiment_intensity(self) -> int:
+        """The σ-scale value (±10/20/30, 0 for neutral) from DESIGN.md."""
+        if self.sentiment == "neutral":
+            return 0
+        magnitude = {"low": 10, "medium": 20, "high": 30}[self.intensity]
+        return magnitude if self.sentiment == "positive" else -magnitude
+
+
+def sentence_window(text: str, start: int, end: int) -> tuple[int, int]:
+    """Character bounds of the sentence holding ``text[start:end]``.
+
+    A very short sentence ("Never again.") carries little context on its own, so its neighbours are added.
+    """
+    bounds = [0]
+    bounds.extend(m.end() for m in _SENTENCE_END.finditer(text))
+    bounds.append(len(text))
+    idx = 0
+    for i in range(len(bounds) - 1):
+        if bounds[i] <= start < bounds[i + 1] or (start >= bounds[i] and i == len(bounds) - 2):
+            idx = i
+            break
+    lo, hi = bounds[idx], bounds[idx + 1]
+    # extend to cover the whole aspect span if it crosses a boundary
+    while hi < end and idx + 1 < len(bounds) - 1:
+        idx += 1
+        hi = bounds[idx + 1]
+    if len(text[lo:hi].split()) < SHORT_SENTENCE_WORDS:
+        first = bounds.index(lo)
+        lo = bounds[max(0, first - 1)]
+        last = bounds.index(hi)
+        hi = bounds[min(len(bounds) - 1, last + 1)]
+    return lo, hi
+
+
+class AspectEncoder:
+    """Turns aspect items into model inputs using only the ``tokenizers`` package (no torch, no transformers)."""
+
+    def __init__(self, tokenizer: Any, max_context: int = MAX_CONTEXT_TOKENS) -> None:
+        self.tokenizer = tokenizer
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.max_context = max_context
+        self.open_id = int(tokenizer.token_to_id(OPEN_MARK))
+        self.close_id = int(tokenizer.token_to_id(CLOSE_MARK))
+
+    @classmethod
+    def from_dir(cls, model_dir: Path | str = MODEL_DIR, max_context: int = MAX_CONTEXT_TOKENS) -> AspectEncoder:
+        """Load ``tokenizer.json`` from the model folder."""
+        from tokenizers import Tokenizer
+
+        return cls(Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json")), max_context=max_context)
+
+    def window(self, item: AspectItem) -> tuple[str, int | None, int | None]:
+        """The text actually scored: the aspect's sentence (span aspects) or the given text (category aspects)."""
+        if item.start is None or item.end is None or item.category:
+            return item.text, None, None
+        lo, hi = sentence_window(item.text, item.start, item.end)
+        return item.text[lo:hi], item.start - lo, item.end - lo
+
+    def encode(self, items: Sequence[AspectItem]) -> list[tuple[list[int], int, int]]:
+        """Each item as (ids, length of the first segment incl. [CLS]/[SEP], index of the aspect anchor token)."""
+        windows = [self.window(it) for it in items]
+        contexts = self.tokenizer.encode_batch([w[0] for w in windows], add_special_tokens=False)
+        aspects = self.tokenizer.encode_batch([it.aspect or "general" for it in items], add_special_tokens=False)
+        out = []
+        for (_, s, e), ctx, asp in zip(windows, contexts, aspects, strict=True):
+            ids = list(ctx.ids)
+            anchor_in_ctx: int | None = None
+            if s is not None and e is not None:
+                tok = [i for i, (a, b) in enumerate(ctx.offsets) if a < e and b > s]
+                if tok:
+                    first, last = tok[0], tok[-1]
+                    ids = [*ids[:first], self.open_id, *ids[first : last + 1], self.close_id, *ids[last + 1 :]]
+                    anchor_in_ctx = first
+            ctx_ids, marker = self._crop(ids, anchor_in_ctx)
+            aspect_ids = list(asp.ids)[:MAX_ASPECT_TOKENS]
+            first_len = len(ctx_ids) + 2
+            seq = [CLS_ID, *ctx_ids, SEP_ID, *aspect_ids, SEP_ID]
+            anchor = 1 + marker if marker is not None else first_len  # marker, or first token of the 2nd segment
+            out.append((seq, first_len, anchor))
+        return out
+
+    def _crop(self, ids: list[int], anchor: int | None) -> tuple[list[int], int | None]:
+        """Keep at most ``max_context`` tokens, centred on the aspect marker."""
+        n = self.max_context
+        if len(ids) <= n:
+            return ids, anchor
+        if anchor is None:
+            return ids[:n], None
+        lo = max(0, min(anchor - n // 2, len(ids) - n))
+        return ids[lo : lo + n], anchor - lo
+
+
+def pad_batch(encoded: Sequence[tuple[list[int], int, int]]) -> dict[str, np.ndarray]:
+    """Right-pad a batch to its longest member and build the four model inputs."""
+    width = max(len(seq) for seq, _, _ in encoded)
+    n = len(encoded)
+    ids = np.zeros((n, width), dtype=np.int64)
+    mask = np.zeros((n, width), dtype=np.int64)
+    types = np.zeros((n, width), dtype=np.int64)
+    anchor = np.zeros((n,), dtype=np.int64)
+    for i, (seq, first_len, a) in enumerate(encoded):
+        ids[i, : len(seq)] = seq
+        mask[i, : len(seq)] = 1
+        types[i, first_len : len(seq)] = 1
+        anchor[i] = a
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "anchor_index": anchor}
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Row-wise softmax."""
+    z = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+ItemLike = AspectItem | tuple[str, int, int] | tuple[str, str]
+
+
+def as_item(x: ItemLike) -> AspectItem:
+    """Accept ``AspectItem``, ``(text, start, end)`` or ``(text, category)``."""
+    if isinstance(x, AspectItem):
+        return x
+    if len(x) == 3:
+        text, start, end = x  # type: ignore[misc]
+        return AspectItem(str(text), int(start), int(end))
+    text, category = x  # type: ignore[misc]
+    return AspectItem(str(text), category=str(category))
+
+
+class AspectSentimentModel:
+    """Batched aspect-sentiment inference on the committed ONNX model.
+
+    ``predict`` accepts ``(text, start, end)`` tuples (a target term at character offsets), ``(text, category)``
+    tuples, or ``AspectItem`` objects, and returns one ``AspectPrediction`` per item in input order.
+    """
+
+    def __init__(
+        self,
+        session: Any,
+        encoder: AspectEncoder,
+        batch_size: int = 32,
+        cache_size: int = 20000,
+        temperature: float = 1.0,
+    ) -> None:
+        self.session = session
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.temperature = temperature
+        self._cache: OrderedDict[tuple[str, str, int | None, int | None], np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self._input_names = {i.name for i in session.get_inputs()}
+        self.use_rules = True
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: Path | str | None = None,
+        threads: int | None = None,
+        batch_size: int = 32,
+        model_file: str = MODEL_FILE,
+        max_context: int = MAX_CONTEXT_TOKENS,
+    ) -> AspectSentimentModel:
+        """Open the ONNX model and tokenizer from ``model_dir`` (default: the folder committed with the package).
+
+        ``max_context`` caps the context tokens around the aspect: lower is faster (cost is linear in tokens) at some
+        loss of accuracy on long sentences; the default matches training.
+        """
+        import onnxruntime as ort
+
+        directory = Path(model_dir) if model_dir is not None else MODEL_DIR
+        path = directory / model_file
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path} is missing; rebuild it with "
+                "`python -m oprag_pipeline.enrich.train_aspect_model --mams DIR --out DIR`"
+            )
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        temperature = 1.0
+        meta_path = directory / "model_meta.json"
+        if meta_path.exists():
+            temperature = float(json.loads(meta_path.read_text()).get("temperature", 1.0))
+        encoder = AspectEncoder.from_dir(directory, max_context=max_context)
+        return cls(session, encoder, batch_size=batch_size, temperature=temperature)
+
+    def logits(self, items: Iterable[ItemLike]) -> np.ndarray:
+        """Raw logits (n, 3) in ``LABELS`` order; windows are scored once and cached."""
+        its = [as_item(x) for x in items]
+        keys: list[tuple[str, str, int | None, int | None]] = []
+        for it in its:
+            text, s, e = self.encoder.window(it)
+            keys.append((text, it.aspect, s, e))
+        out = np.zeros((len(its), len(LABELS)), dtype=np.float32)
+        todo: dict[tuple[str, str, int | None, int | None], list[int]] = {}
+        for i, k in enumerate(keys):
+            hit = self._cache.get(k)
+            if hit is not None:
+                out[i] = hit
+                self._cache.move_to_end(k)
+            else:
+                todo.setdefault(k, []).append(i)
+        if todo:
+            uniq = list(todo)
+            encoded = self.encoder.encode([its[todo[k][0]] for k in uniq])
+            order = sorted(range(len(uniq)), key=lambda j: len(encoded[j][0]))
+            for b in range(0, len(order), self.batch_size):
+                chunk = order[b : b + self.batch_size]
+                feeds = pad_batch([encoded[j] for j in chunk])
+                feeds = {k: v for k, v in feeds.items() if k in self._input_names}
+                res = self.session.run(["logits"], feeds)[0]
+                for j, row in zip(chunk, res, strict=True):
+                    key = uniq[j]
+                    for i in todo[key]:
+                        out[i] = row
+                    self._remember(key, row)
+        return out
+
+    def _remember(self, key: tuple[str, str, int | None, int | None], row: np.ndarray) -> None:
+        self._cache[key] = row
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def predict(self, items: Sequence[ItemLike]) -> list[AspectPrediction]:
+        """Sentiment, intensity and class probabilities for each item (see ``cues.intensity_from`` for intensity)."""
+        from oprag_pipeline.enrich.cues import implied_polarity, intensity_from, local_clause
+
+        its = [as_item(x) for x in items]
+        probs = softmax(self.logits(its) / self.temperature)
+        preds = []
+        for it, p in zip(its, probs, strict=True):
+            window, s, e = self.encoder.window(it)
+            rule = implied_polarity(local_clause(window, s, e)) if self.use_rules and s is not None else None
+            if rule is not None and LABELS[int(p.argmax())] != rule:
+                # the model follows MAMS, where a long wait for an aspect is "neutral" and "used to be better"
+                # reads as praise; an explicit implied-opinion pattern outweighs it
+                p = RULE_WEIGHT_KEEP * p + (1.0 - RULE_WEIGHT_KEEP) * np.eye(len(LABELS))[LABELS.index(rule)]
+            k = int(p.argmax())
+            sentiment = LABELS[k]
+            level, score = intensity_from(window, sentiment, p, s, e)
+            preds.append(
+                AspectPrediction(
+                    sentiment=sentiment,
+                    intensity=level,
+                    confidence=float(p[k]),
+                    scores={lab: float(v) for lab, v in zip(LABELS, p, strict=True)},
+                    intensity_score=score,
+                )
+            )
+        return preds

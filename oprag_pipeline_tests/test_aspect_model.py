@@ -1,0 +1,201 @@
+"""The offline aspect-sentiment model and its cues, on sentences written for these tests.
+
+Why these cases: they are where lexicon scoring fails (contrast inside one sentence, negation, implied negatives,
+comparisons with the past), so they check that the committed model, not a word list, is doing the work. The MAMS
+test-split check needs ../shared/data and skips without it; everything else runs from the committed files alone.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oprag_pipeline.enrich.aspect_model import (
+    LABELS,
+    MODEL_DIR,
+    MODEL_FILE,
+    AspectItem,
+    AspectPrediction,
+    AspectSentimentModel,
+    sentence_window,
+)
+from oprag_pipeline.enrich.cues import emotions, evidence_type, intensity_features, intensity_score
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def model() -> AspectSentimentModel:
+    return AspectSentimentModel.load()
+
+
+def span(text: str, term: str, nth: int = 0) -> tuple[str, int, int]:
+    """(text, start, end) of the nth occurrence of ``term``."""
+    start = -1
+    for _ in range(nth + 1):
+        start = text.index(term, start + 1)
+    return text, start, start + len(term)
+
+
+def sentiments(model: AspectSentimentModel, items: list[tuple[str, int, int]]) -> list[str]:
+    return [p.sentiment for p in model.predict(items)]
+
+
+def test_committed_model_files_exist() -> None:
+    for name in (MODEL_FILE, "tokenizer.json", "model_meta.json", "MODEL_CARD.md"):
+        assert (MODEL_DIR / name).is_file(), name
+    size_mb = (MODEL_DIR / MODEL_FILE).stat().st_size / 1e6
+    assert size_mb < 40, f"model is {size_mb:.0f} MB; the committed artifact must stay small"
+
+
+def test_runtime_needs_no_torch() -> None:
+    """Import and predict with torch made unimportable: inference is onnxruntime + tokenizers only."""
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from oprag_pipeline.enrich.aspect_model import AspectSentimentModel\n"
+        "m = AspectSentimentModel.load()\n"
+        "p = m.predict([('The soup was delicious.', 4, 8)])[0]\n"
+        "assert p.sentiment == 'positive', p\n"
+        "assert 'torch' not in sys.modules or sys.modules['torch'] is None\n"
+        "print('ok')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "ok" in res.stdout
+
+
+def test_contrast_in_one_sentence(model: AspectSentimentModel) -> None:
+    text = "The staff were lovely but the room was filthy."
+    assert sentiments(model, [span(text, "staff"), span(text, "room")]) == ["positive", "negative"]
+    text = "Great coffee, shame about the pastries, which tasted a week old."
+    assert sentiments(model, [span(text, "coffee"), span(text, "pastries")]) == ["positive", "negative"]
+
+
+def test_negation(model: AspectSentimentModel) -> None:
+    assert sentiments(model, [span("Honestly, the bathroom was not clean at all.", "bathroom")]) == ["negative"]
+    assert sentiments(model, [span("The shower was never warm, not once in four days.", "shower")]) == ["negative"]
+
+
+def test_implied_negative(model: AspectSentimentModel) -> None:
+    text = "We waited 45 minutes for check-in and nobody apologised."
+    assert sentiments(model, [span(text, "check-in")]) == ["negative"]
+
+
+def test_comparison_with_the_past(model: AspectSentimentModel) -> None:
+    text = "The breakfast used to be so much better; this year it was a sad affair."
+    assert sentiments(model, [span(text, "breakfast")]) == ["negative"]
+
+
+def test_neutral_mention(model: AspectSentimentModel) -> None:
+    text = "We asked the waiter for the menu and ordered two pizzas, which were superb."
+    got = sentiments(model, [span(text, "menu"), span(text, "pizzas")])
+    assert got == ["neutral", "positive"]
+
+
+def test_category_aspect_and_item_forms(model: AspectSentimentModel) -> None:
+    text = "The waiters ignored us for half an hour, though the pasta was excellent."
+    by_cat = model.predict([(text, "staff"), AspectItem(text, category="food")])
+    assert [p.sentiment for p in by_cat] == ["negative", "positive"]
+
+
+def test_prediction_fields_and_sigma(model: AspectSentimentModel) -> None:
+    text = "The view from our balcony was absolutely breathtaking!"
+    (pred,) = model.predict([span(text, "view")])
+    assert isinstance(pred, AspectPrediction)
+    assert set(pred.scores) == set(LABELS)
+    assert abs(sum(pred.scores.values()) - 1.0) < 1e-4
+    assert pred.confidence == max(pred.scores.values())
+    assert pred.sentiment == "positive" and pred.intensity == "high"
+    assert pred.sentiment_intensity == 30
+
+
+def test_intensity_orders_mild_and_strong(model: AspectSentimentModel) -> None:
+    mild = "The room was decent, a bit small but fine."
+    strong = "The room was absolutely perfect, the best we have ever had!"
+    p_mild, p_strong = model.predict([span(mild, "room"), span(strong, "room")])
+    assert p_mild.sentiment == p_strong.sentiment == "positive"
+    assert p_mild.intensity_score < p_strong.intensity_score
+    assert p_mild.intensity in {"low", "medium"} and p_strong.intensity == "high"
+
+
+def test_batching_and_cache_are_consistent(model: AspectSentimentModel) -> None:
+    text = "Parking was cheap and easy, but the wifi kept dropping."
+    items = [span(text, "Parking"), span(text, "wifi")] * 20
+    model._cache.clear()
+    first = model.logits(items)
+    again = model.logits(items)
+    np.testing.assert_allclose(first, again, rtol=1e-5)
+    single = np.vstack([model.logits([it]) for it in items[:2]])
+    np.testing.assert_allclose(first[:2], single, atol=1e-4)
+
+
+def test_sentence_window_keeps_short_neighbours() -> None:
+    text = "Loved it. The pool was freezing. Never again."
+    lo, hi = sentence_window(text, text.index("pool"), text.index("pool") + 4)
+    assert "pool" in text[lo:hi]
+    lo, hi = sentence_window(text, text.index("Loved"), text.index("Loved") + 5)
+    assert text[lo:hi].startswith("Loved it.") and "pool" in text[lo:hi]  # a 2-word sentence gets its neighbour
+
+
+def test_emotions_with_negation_scope() -> None:
+    assert emotions("I was so disappointed with the breakfast.") == ["disappointment"]
+    assert "disappointment" not in emotions("I was not disappointed with the breakfast.")
+    assert emotions("We can't wait to come back next summer.") == ["hope"]
+    assert "anger" in emotions("Absolutely unacceptable, never again.")
+    assert "relief" in emotions("Thankfully the manager sorted it out.")
+    assert emotions("Oh well, what can you do.") == ["resignation"]
+    assert emotions("The room was on the third floor.") == []
+
+
+def test_evidence_type() -> None:
+    assert evidence_type("A friend told me the spa is overpriced.") == "anecdotal"
+    assert evidence_type("Check-in took 45 minutes and cost us 30 dollars in parking.") == "data_driven"
+    assert evidence_type("We loved our room.") == "personal_experience"
+
+
+def test_intensity_cues_move_the_score() -> None:
+    plain = intensity_score(0.9, intensity_features("the room was good"))
+    strong = intensity_score(0.9, intensity_features("the room was absolutely amazing!!"))
+    soft = intensity_score(0.9, intensity_features("the room was a bit small but okay"))
+    assert soft < plain < strong
+
+
+@pytest.mark.slow
+def test_mams_test_accuracy(model: AspectSentimentModel) -> None:
+    path = SHARED_DATA / "mams" / "MAMS-ATSA" / "test.xml"
+    if not path.exists():
+        pytest.skip(f"{path} not present: MAMS lives in ../shared/data, only on development machines")
+    from oprag_pipeline.enrich.train_aspect_model import read_mams
+
+    data = read_mams(path)
+    logits = model.logits([e.item for e in data])
+    acc = float((logits.argmax(-1) == np.array([e.label for e in data])).mean())
+    assert acc >= 0.80, f"MAMS ATSA test accuracy {acc:.3f}"
+
+
+def test_implied_polarity_patterns() -> None:
+    from oprag_pipeline.enrich.cues import implied_polarity
+
+    assert implied_polarity("we waited 50 minutes at the front desk") == "negative"
+    assert implied_polarity("check-in took over an hour") == "negative"
+    assert implied_polarity("we had our keys within 3 minutes") == "positive"
+    assert implied_polarity("the pool used to be much nicer") == "negative"
+    assert implied_polarity("the breakfast has improved a lot since last year") == "positive"
+    assert implied_polarity("we spent two days in the old town") is None
+    assert implied_polarity("the room was on the fifth floor") is None
+
+
+def test_rules_can_be_switched_off(model: AspectSentimentModel) -> None:
+    text = "We waited 45 minutes for check-in and nobody apologised."
+    model.use_rules = False
+    try:
+        plain = model.predict([span(text, "check-in")])[0]
+    finally:
+        model.use_rules = True
+    ruled = model.predict([span(text, "check-in")])[0]
+    assert ruled.sentiment == "negative"
+    assert plain.scores["negative"] < ruled.scores["negative"]

@@ -43,7 +43,8 @@ def materialize_in_child(data_dir: Path) -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     step_seconds = meta["rows_read"] / meta["docs_per_second"]
     print(
-        f"RESULT {meta['rows_read']} {meta['documents']} {meta['quarantined']} {step_seconds:.3f} {elapsed:.3f} {peak_mb:.0f}"
+        f"RESULT {meta['rows_read']} {meta['documents']} {meta['quarantined']} "
+        f"{step_seconds:.3f} {elapsed:.3f} {peak_mb:.0f}"
     )
 
 

@@ -10,6 +10,11 @@ import pytest
 from dagster import DagsterInstance
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+# Tests point OPRAG_DATA_DIR at temporary folders; the offline models are assembled once into the checkout's cache
+# instead of once per temporary folder.
+os.environ.setdefault("OPRAG_MODEL_DIR", str(CHECKOUT / "data" / "models"))
 
 
 def shared_corpus(name: str) -> Path:

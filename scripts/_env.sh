@@ -23,4 +23,5 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; th
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
 export DAGSTER_HOME="${DAGSTER_HOME:-$ROOT/data/dagster_home}"
+export OPRAG_MODEL_DIR="${OPRAG_MODEL_DIR:-$ROOT/data/models}"
 mkdir -p "$DAGSTER_HOME"

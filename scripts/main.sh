@@ -4,7 +4,7 @@
 source "$(dirname "$0")/_env.sh"
 if [ -z "$(find data/raw -mindepth 2 -type f 2>/dev/null | head -1)" ]; then
   echo "==> data/raw is empty: generating the demo corpus" >&2
-  oprag generate-demo --docs "${OPRAG_DEMO_DOCS:-2000}"
+  oprag generate-demo --docs "${OPRAG_DEMO_DOCS:-1000}"
 fi
 echo "==> materializing every asset of every domain" >&2
 oprag run "$@"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -71,16 +72,20 @@ def default_model() -> AspectScorer:
     return AspectSentimentModel.load()
 
 
+@lru_cache(maxsize=1)
 def _model_fingerprint() -> str:
-    """Part of the extractor version: a retrained model must invalidate cached extractions."""
+    """Part of the extractor version, so cached extractions are redone when anything that shapes them changes:
+    the model's bytes (a retrained model of the same size included) and the code that turns scores into opinions."""
     from oprag_pipeline.enrich import aspect_model
 
-    directory = Path(aspect_model.MODEL_DIR)
     digest = hashlib.sha256()
+    directory = Path(aspect_model.MODEL_DIR)
     for path in sorted(directory.glob("*")):
         if path.is_file() and path.suffix in {".onnx", ".json"}:
-            stat = path.stat()
-            digest.update(f"{path.name}:{stat.st_size}".encode())
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    for module in (aspect_model, cues, sys.modules[__name__]):
+        digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:10]
 
 
@@ -168,17 +173,39 @@ class OfflineExtractor:
                 owners.append((index, entity_id))
         predictions = self.scorer.predict(items) if items else []
         grouped: dict[tuple[int, str], list[tuple[tuple[str, int, int], Any]]] = {}
+        starts: dict[int, list[tuple[int, str]]] = {}
         for owner, item, prediction in zip(owners, items, predictions, strict=True):
             grouped.setdefault(owner, []).append((item, prediction))
+            starts.setdefault(owner[0], []).append((item[1], owner[1]))
         outcomes = [ExtractionOutcome(doc_id=d.doc_id, content_hash=d.content_hash) for d in documents]
         for (index, entity_id), mentions in grouped.items():
-            outcomes[index].opinions.append(_pool(entity_id, names[entity_id], mentions))
+            others = [start for start, owner in starts[index] if owner != entity_id]
+            outcomes[index].opinions.append(_pool(entity_id, names[entity_id], mentions, others))
         for outcome in outcomes:
             outcome.opinions.sort(key=lambda o: (o.span_start or 0, o.entity_id or ""))
         return outcomes
 
 
-def _pool(entity_id: str, entity_name: str, mentions: list[tuple[tuple[str, int, int], Any]]) -> ExtractedOpinion:
+def _emotion_text(text: str, windows: Sequence[tuple[int, int]], other_mentions: Sequence[int]) -> str:
+    """The mention's sentence plus the next one unless that one is about another entity: reviewers often state
+    the feeling right after the fact ("The check-in took an hour. Such a hassle.")."""
+    parts = []
+    for lo, hi in windows:
+        end = hi
+        if hi < len(text):
+            next_lo, next_hi = sentence_window(text, hi, min(hi + 1, len(text)))
+            if next_lo >= hi and not any(next_lo <= start < next_hi for start in other_mentions):
+                end = next_hi
+        parts.append(text[lo:end])
+    return " ".join(parts)
+
+
+def _pool(
+    entity_id: str,
+    entity_name: str,
+    mentions: list[tuple[tuple[str, int, int], Any]],
+    other_mentions: Sequence[int] = (),
+) -> ExtractedOpinion:
     totals = dict.fromkeys(LABELS, 0.0)
     for _, prediction in mentions:
         for label in LABELS:
@@ -190,12 +217,12 @@ def _pool(entity_id: str, entity_name: str, mentions: list[tuple[tuple[str, int,
     intensity = strongest.intensity if sentiment != "neutral" else "low"
     clauses = [cues.local_clause(t, s, e) for (t, s, e), _ in mentions]
     clause_text = " ".join(clauses)
-    emotions = cues.emotions(clause_text) if sentiment != "neutral" else []
+    # the relevant text: every sentence that mentions the entity, in order, each once
+    windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
+    emotions = cues.emotions(_emotion_text(text, windows, other_mentions)) if sentiment != "neutral" else []
     evidence = cues.evidence_type(clause_text)
     consequence = _CONSEQUENCE.search(clause_text) is not None
     impact = "high" if consequence else "medium" if intensity == "high" or evidence == "data_driven" else "low"
-    # the relevant text: every sentence that mentions the entity, in order, each once
-    windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
     relevant = " ".join(text[lo:hi].strip() for lo, hi in windows)
     return ExtractedOpinion(
         entity_id=entity_id,

@@ -57,3 +57,26 @@ def _no_network_llm(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         if name in os.environ:
             monkeypatch.delenv(name)
+
+
+def materialize_domain(assets, data_dir: Path, instance: DagsterInstance, domain: str, selection=None) -> dict:
+    """Materialize `assets` for one domain through Dagster with the real resources; metadata per asset key."""
+    from dagster import materialize
+
+    from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
+    from oprag_pipeline.resources import build_resources
+
+    if domain not in instance.get_dynamic_partitions(DOMAIN_PARTITIONS_NAME):
+        instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, [domain])
+    result = materialize(
+        assets, partition_key=domain, instance=instance, resources=build_resources(data_dir), selection=selection
+    )
+    assert result.success
+    checks = {c.asset_key.to_user_string(): c.passed for c in result.get_asset_check_evaluations()}
+    assert all(checks.values()), checks
+    return {
+        e.asset_key.to_user_string(): {
+            k: v.value for k, v in e.step_materialization_data.materialization.metadata.items()
+        }
+        for e in result.get_asset_materialization_events()
+    }

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from dagster import AssetSelection, DagsterInstance, materialize
+from dagster import AssetSelection, DagsterInstance
 
 from oprag_pipeline.definitions import ALL_ASSETS
 from oprag_pipeline.demo import generate_demo
-from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.registry.candidates import candidate_key
-from oprag_pipeline.resources import build_resources
+from oprag_pipeline_tests.conftest import materialize_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = 800  # in total, half per domain
@@ -35,23 +34,7 @@ ENRICHMENT = AssetSelection.all() - AssetSelection.groups("index")
 
 def run_chain(data_dir: Path, instance: DagsterInstance, domain: str, selection=ENRICHMENT):
     os.environ["OPRAG_DATA_DIR"] = str(data_dir)
-
-    if domain not in instance.get_dynamic_partitions(DOMAIN_PARTITIONS_NAME):
-        instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, [domain])
-    result = materialize(
-        ALL_ASSETS,
-        partition_key=domain,
-        instance=instance,
-        resources=build_resources(data_dir=data_dir),
-        selection=selection,
-    )
-    assert result.success
-    return {
-        event.asset_key.to_user_string(): {
-            k: v.value for k, v in event.step_materialization_data.materialization.metadata.items()
-        }
-        for event in result.get_asset_materialization_events()
-    }
+    return materialize_domain(ALL_ASSETS, data_dir, instance, domain, selection=selection)
 
 
 @pytest.fixture(scope="module")

@@ -8,32 +8,20 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from dagster import DagsterInstance, materialize
+from dagster import DagsterInstance
 
 from oprag_pipeline.cli import main
 from oprag_pipeline.definitions import ALL_ASSETS
 from oprag_pipeline.demo import generate_demo
 from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import EdgeVectorStore
-from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
-from oprag_pipeline.resources import build_resources
+from oprag_pipeline_tests.conftest import materialize_domain
 
 INDEX_KEYS = ("raw_kb", "entity_split_kb", "enriched_kb")
 
 
 def materialize_all(data_dir: Path, instance: DagsterInstance) -> dict[str, dict]:
-    if "hotels" not in instance.get_dynamic_partitions(DOMAIN_PARTITIONS_NAME):
-        instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels"])
-    result = materialize(ALL_ASSETS, partition_key="hotels", instance=instance, resources=build_resources(data_dir))
-    assert result.success
-    checks = {c.asset_key.to_user_string(): c.passed for c in result.get_asset_check_evaluations()}
-    assert all(checks.values()), checks
-    return {
-        e.asset_key.to_user_string(): {
-            k: v.value for k, v in e.step_materialization_data.materialization.metadata.items()
-        }
-        for e in result.get_asset_materialization_events()
-    }
+    return materialize_domain(ALL_ASSETS, data_dir, instance, "hotels")
 
 
 @pytest.fixture(scope="module")

@@ -174,6 +174,18 @@ def _entity_points(domain: str, rows: list[tuple], *, enriched: bool) -> list[So
     return points
 
 
+def _index_entity_docs(context, warehouse, embedder, vector_store, *, kb: str):
+    """Both per-entity KBs index the same rows; only the embedded text (and payload richness) differ."""
+    domain = context.partition_key
+    with warehouse.get_connection() as conn:
+        rows = conn.execute(ENTITY_DOCS_SQL, [domain]).fetchall()
+    store = vector_store.open_store()
+    name = collection_name(domain, kb)
+    points = _entity_points(domain, rows, enriched=kb == "enriched")
+    summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
+    yield from _result(context, kb, summary, len(rows), store, name)
+
+
 @asset(
     partitions_def=domain_partitions,
     group_name="index",
@@ -189,15 +201,7 @@ def enriched_kb(
     embedder: EmbedderResource,
     vector_store: VectorStoreResource,
 ):
-    domain = context.partition_key
-    with warehouse.get_connection() as conn:
-        rows = conn.execute(ENTITY_DOCS_SQL, [domain]).fetchall()
-    store = vector_store.open_store()
-    name = collection_name(domain, "enriched")
-    summary = sync_collection(
-        store, embedder.embedder(), name, _entity_points(domain, rows, enriched=True), log=context.log.info
-    )
-    yield from _result(context, "enriched", summary, len(rows), store, name)
+    yield from _index_entity_docs(context, warehouse, embedder, vector_store, kb="enriched")
 
 
 @asset(
@@ -214,12 +218,4 @@ def entity_split_kb(
     embedder: EmbedderResource,
     vector_store: VectorStoreResource,
 ):
-    domain = context.partition_key
-    with warehouse.get_connection() as conn:
-        rows = conn.execute(ENTITY_DOCS_SQL, [domain]).fetchall()
-    store = vector_store.open_store()
-    name = collection_name(domain, "entity_split")
-    summary = sync_collection(
-        store, embedder.embedder(), name, _entity_points(domain, rows, enriched=False), log=context.log.info
-    )
-    yield from _result(context, "entity_split", summary, len(rows), store, name)
+    yield from _index_entity_docs(context, warehouse, embedder, vector_store, kb="entity_split")

@@ -13,7 +13,9 @@ cat <<MSG
 
 Results
   warehouse:  $(python -c 'from oprag_pipeline import settings; print(settings.warehouse_path())')
-  reports:    data/reports/<domain>/
+  vectors:    data/qdrant/ (collections <domain>.raw_kb, <domain>.entity_split_kb, <domain>.enriched_kb)
+Ask a knowledge base, e.g.:
+  .venv/bin/oprag query "what do guests think of the breakfast?" --domain hotels -k 10
 Open the Dagster UI (asset lineage, runs, the sensor and the nightly schedule):
   DAGSTER_HOME=$DAGSTER_HOME .venv/bin/dagster dev -w workspace.yaml
 MSG

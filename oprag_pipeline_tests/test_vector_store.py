@@ -210,7 +210,8 @@ def test_hybrid_fuses_with_rrf_k2_and_the_engine_applies_idf(store: VectorStore)
     assert by_id[CORPUS.id(RARE)] == pytest.approx(0.5, rel=1e-5)
     # NEAR: dense rank 0 (1/2), plus a sparse share if its COMMON_TERM tie lands inside the sparse prefetch.
     assert by_id[CORPUS.id(NEAR)] >= by_id[CORPUS.id(RARE)]
-    assert set(ids(hits)[:2]) == {CORPUS.id(NEAR), CORPUS.id(RARE)}
+    # (No assertion on the rest of the top 2: among the 100 COMMON_TERM points the sparse order of equal weights is
+    # the engine's choice, and a point that is high in both lists may legitimately outscore RARE.)
 
 
 def test_hybrid_with_an_empty_sparse_query_falls_back_to_dense_ranking(store: VectorStore) -> None:

@@ -22,7 +22,7 @@ from oprag_pipeline.enrich.aspect_model import sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
 
 OFFLINE_VERSION = "1"
-MAX_MENTIONS_PER_ENTITY = 3
+MAX_MENTIONS_PER_ENTITY = 2
 LABELS = ("negative", "neutral", "positive")
 
 # Words that signal consequences beyond the moment (money, time, business, safety, leaving): high impact.
@@ -165,9 +165,16 @@ class OfflineExtractor:
         owners: list[tuple[int, str]] = []
         for index, document in enumerate(documents):
             per_entity: dict[str, int] = {}
+            scored_sentences: set[tuple[str, tuple[int, int]]] = set()
             for entity_id, start, end in matcher.find(document.text):
                 if per_entity.get(entity_id, 0) >= MAX_MENTIONS_PER_ENTITY:
                     continue
+                # a second mention of the entity in the same sentence says nothing new, and a model call costs
+                # milliseconds: score each (entity, sentence) once
+                sentence = (entity_id, sentence_window(document.text, start, end))
+                if sentence in scored_sentences:
+                    continue
+                scored_sentences.add(sentence)
                 per_entity[entity_id] = per_entity.get(entity_id, 0) + 1
                 items.append((document.text, start, end))
                 owners.append((index, entity_id))

@@ -10,6 +10,7 @@ import gzip
 import json
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,22 @@ from oprag_pipeline.importers.common import parse_date
 from oprag_pipeline.importers.huliu import parse_annotations
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+
+
+def _unpack_tripadvisor_fixture() -> Path:
+    """The hotel files are stored gzipped (their exact bytes: CRLF, one in cp1252) and unpacked for the importer,
+    which reads the plain `hotel_<id>_parsed.txt` layout."""
+    target = Path(tempfile.mkdtemp(prefix="oprag-fixture-")) / "tripadvisor"
+    target.mkdir()
+    for source in (FIXTURES / "tripadvisor").iterdir():
+        if source.suffix == ".gz":
+            (target / source.stem).write_bytes(gzip.decompress(source.read_bytes()))
+        else:
+            shutil.copyfile(source, target / source.name)
+    return target
+
+
+TRIPADVISOR = _unpack_tripadvisor_fixture()
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 TABLE_OPTIONS = {
@@ -98,9 +115,9 @@ def test_bad_domain_names_are_refused(tmp_path: Path, domain: str) -> None:
 
 
 def test_reimport_is_idempotent_and_leaves_no_temp_files(tmp_path: Path) -> None:
-    first = run_import("tripadvisor", FIXTURES / "tripadvisor", "hotels", tmp_path)
+    first = run_import("tripadvisor", TRIPADVISOR, "hotels", tmp_path)
     content = first.files_written[0].read_bytes()
-    second = run_import("tripadvisor", FIXTURES / "tripadvisor", "hotels", tmp_path)
+    second = run_import("tripadvisor", TRIPADVISOR, "hotels", tmp_path)
     assert second.files_written == first.files_written
     assert second.files_written[0].read_bytes() == content
     assert second.documents == first.documents and second.skipped == first.skipped
@@ -140,9 +157,9 @@ def test_writer_skips_rows_that_break_the_contract(tmp_path: Path, monkeypatch: 
 
 
 def test_progress_bar_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run_import("tripadvisor", FIXTURES / "tripadvisor", "hotels", tmp_path, progress=True)
+    run_import("tripadvisor", TRIPADVISOR, "hotels", tmp_path, progress=True)
     assert "tripadvisor" in capsys.readouterr().err
-    run_import("tripadvisor", FIXTURES / "tripadvisor", "hotels", tmp_path)
+    run_import("tripadvisor", TRIPADVISOR, "hotels", tmp_path)
     assert capsys.readouterr().err == ""
 
 
@@ -172,7 +189,7 @@ def test_parse_date(value: str | None, expected: str | None) -> None:
 
 
 def test_tripadvisor_fixture_rows(tmp_path: Path) -> None:
-    result = run_import("tripadvisor", FIXTURES / "tripadvisor", "hotels", tmp_path)
+    result = run_import("tripadvisor", TRIPADVISOR, "hotels", tmp_path)
     assert result.files_written == [tmp_path / "raw" / "hotels" / "tripadvisor-tripadvisor.jsonl"]
     no_aspects = dict.fromkeys(
         (
@@ -260,7 +277,7 @@ def test_tripadvisor_fixture_rows(tmp_path: Path) -> None:
 
 
 def test_tripadvisor_single_file_names_the_output_after_it(tmp_path: Path) -> None:
-    result = run_import("tripadvisor", FIXTURES / "tripadvisor" / "hotel_9002_parsed.txt", "hotels", tmp_path)
+    result = run_import("tripadvisor", TRIPADVISOR / "hotel_9002_parsed.txt", "hotels", tmp_path)
     assert result.files_written[0].name == "tripadvisor-hotel_9002_parsed.jsonl"
     assert [row["doc_id"] for row in only_file(result)] == ["ta-9002-1"]
 
@@ -686,7 +703,7 @@ def test_every_fixture_import_is_accepted_by_ingest(tmp_path: Path) -> None:
     from oprag_pipeline.ingest.readers import read_domain
 
     results = [
-        run_import("tripadvisor", FIXTURES / "tripadvisor", "all", tmp_path),
+        run_import("tripadvisor", TRIPADVISOR, "all", tmp_path),
         run_import("ukpconvarg", FIXTURES / "ukpconvarg_arguments.jsonl", "all", tmp_path),
         run_import("semeval-absa", FIXTURES / "semeval", "all", tmp_path),
         run_import("huliu", FIXTURES / "huliu", "all", tmp_path),

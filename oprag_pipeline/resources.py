@@ -1,6 +1,7 @@
-"""Resources shared by every stage: where the data lives and the DuckDB warehouse.
+"""Resources shared by every stage: the data directory, the DuckDB warehouse, the embedder, the extractor and the
+vector store (defined with its adapters in `index/vector_store.py`).
 
-Both are built from the environment when the definitions load (`OPRAG_DATA_DIR`, `OPRAG_WAREHOUSE`) and can be
+They are built from the environment when the definitions load (`OPRAG_DATA_DIR`, `OPRAG_WAREHOUSE`) and can be
 overridden per run in the Dagster launchpad, so the UI, the CLI and the tests can point at different folders.
 """
 
@@ -14,6 +15,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.index.vector_store import VectorStoreResource  # the Qdrant resource, next to its adapters
 
 
 class DataDirResource(ConfigurableResource):
@@ -65,9 +67,7 @@ _EMBEDDERS: dict[str, object] = {}
 def _cached_embedder(model: str, factory):
     """One embedder per process: loading the ONNX session costs seconds, embedding a batch milliseconds."""
     if model not in _EMBEDDERS:
-        _EMBEDDERS[model] = (
-            factory(model_name=model) if model != EmbedderResource.model_fields["model"].default else factory()
-        )
+        _EMBEDDERS[model] = factory(model_name=model)
     return _EMBEDDERS[model]
 
 
@@ -90,8 +90,6 @@ class ExtractorResource(ConfigurableResource):
 
 def build_resources(data_dir: Path | None = None, warehouse: Path | None = None) -> dict[str, object]:
     """Every resource the assets need, resolved from arguments or the environment."""
-    from oprag_pipeline.index.vector_store import VectorStoreResource
-
     root = data_dir or settings.data_dir()
     extractor_kind = os.environ.get("OPRAG_EXTRACTOR", "offline")
     return {

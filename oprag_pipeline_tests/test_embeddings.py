@@ -110,8 +110,10 @@ def embedder(session_models_dir: Path) -> OfflineEmbedder:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(embeddings.MODEL_DIR_ENV, str(session_models_dir))
         mp.delenv(embeddings.EMBED_MODEL_ENV, raising=False)
+        mp.delenv(embeddings.PRECISION_ENV, raising=False)
         emb = OfflineEmbedder()
         emb.embed_dense(["warm up"])
+        emb.embed_dense_query(["warm up"])
         emb.embed_sparse(["warm up"])
     return emb
 
@@ -138,11 +140,16 @@ def test_dense_vectors_are_normalised_384d_and_in_input_order(embedder: OfflineE
     assert vectors.shape == (len(texts), 384)
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    # batching sorts by length internally: each row must still belong to its own text
-    singles = np.concatenate([embedder.embed_dense([t]) for t in texts[:5]])
-    np.testing.assert_allclose(vectors[:5], singles, atol=1e-5)
     assert embedder.embed_dense([]).shape == (0, 384)
-    np.testing.assert_allclose(embedder.embed_dense_query(texts[:3]), vectors[:3], atol=1e-5)
+    queries = embedder.embed_dense_query(texts)  # the exact fp32 variant: same vectors up to 8-bit rounding
+    assert queries.shape == vectors.shape and queries.dtype == np.float32
+    assert (queries * vectors).sum(1).min() > 0.999
+    # batching sorts by length internally: each row must still belong to its own text
+    singles = np.concatenate([embedder.embed_dense_query([t]) for t in texts[:5]])
+    np.testing.assert_allclose(queries[:5], singles, atol=1e-5)
+    # (8-bit arithmetic picks kernels by batch shape, so w8 rows match their single runs to ~1e-4, not bit for bit)
+    single_docs = np.concatenate([embedder.embed_dense([t]) for t in texts[:5]])
+    assert (single_docs * vectors[:5]).sum(1).min() > 0.9999
 
 
 def test_paraphrases_are_closer_than_unrelated_sentences(embedder: OfflineEmbedder) -> None:
@@ -159,35 +166,67 @@ def test_paraphrases_are_closer_than_unrelated_sentences(embedder: OfflineEmbedd
 
 def test_dense_agrees_with_numpy_reference_forward_pass(embedder: OfflineEmbedder, shared_models: Path) -> None:
     reference = embeddings.numpy_reference_embed(REFERENCE_TEXTS)
-    got = embedder.embed_dense(REFERENCE_TEXTS)
-    cosines = (got * reference).sum(1)
-    assert cosines.mean() >= 0.999
-    assert cosines.min() >= 0.9999, cosines  # the graph carries the exact fp32 weights
+    assert embedder.precision == "w8" and embedder.query_precision == "fp32"
+    documents = (embedder.embed_dense(REFERENCE_TEXTS) * reference).sum(1)
+    assert documents.mean() >= 0.999, documents
+    assert documents.min() >= 0.995, documents
+    queries = (embedder.embed_dense_query(REFERENCE_TEXTS) * reference).sum(1)
+    assert queries.min() >= 0.9999, queries  # the fp32 graph carries the exact weights
 
 
-def test_dense_assembly_is_idempotent(embedder: OfflineEmbedder, shared_models: Path, monkeypatch) -> None:
-    folder = embeddings.ensure_dense_model_dir()
+@pytest.mark.parametrize("precision", ["w8", "fp32"])
+def test_dense_assembly_is_idempotent(
+    embedder: OfflineEmbedder, shared_models: Path, monkeypatch: pytest.MonkeyPatch, precision: str
+) -> None:
+    folder = embeddings.ensure_dense_model_dir(precision)
+    assert folder.name == embeddings.DENSE_VARIANTS[precision]["dir"]
     stat = (folder / "model.onnx").stat()
 
-    def no_rebuild(tmp: Path) -> None:
-        raise AssertionError("the dense model folder was rebuilt although it is current")
+    def no_rebuild(*args: object) -> None:
+        raise AssertionError("a model folder was rebuilt although it is current")
 
     monkeypatch.setattr(embeddings, "_build_dense_dir", no_rebuild)
     monkeypatch.setattr(embeddings, "_build_source_dir", no_rebuild)
-    assert embeddings.ensure_dense_model_dir() == folder
+    assert embeddings.ensure_dense_model_dir(precision) == folder
     assert (folder / "model.onnx").stat().st_mtime_ns == stat.st_mtime_ns
     manifest = json.loads((folder / embeddings.MANIFEST).read_text())
-    assert manifest["min_cosine_vs_numpy_reference"] >= 0.9999
+    assert manifest["precision"] == precision
+    assert manifest["mean_cosine_vs_numpy_reference"] >= embeddings.DENSE_VARIANTS[precision]["min_mean_cosine"]
     assert json.loads((folder / "tokenizer_config.json").read_text())["model_max_length"] == 256
 
 
-def test_folder_loads_with_plain_fastembed(embedder: OfflineEmbedder, shared_models: Path) -> None:
+def test_w8_falls_back_to_fp32_where_the_runtime_cannot_run_it(tmp_path: Path, monkeypatch) -> None:
+    import onnxruntime
+
+    monkeypatch.setenv(embeddings.MODEL_DIR_ENV, str(tmp_path))
+    attempts: list[str] = []
+
+    def fake_build(precision: str, tmp: Path) -> None:
+        attempts.append(precision)
+        if precision == "w8":
+            raise embeddings._VariantUnsupported("no 8-bit kernel here")
+        (tmp / "model.onnx").write_bytes(b"stand-in")
+        manifest = {"recipe": embeddings.DENSE_RECIPE, "precision": precision, "sources": embeddings.SOURCE_FILES}
+        (tmp / embeddings.MANIFEST).write_text(json.dumps(manifest | {"model_onnx_bytes": 8}))
+
+    monkeypatch.setattr(embeddings, "_build_dense_dir", fake_build)
+    fp32_dir = tmp_path / embeddings.DENSE_VARIANTS["fp32"]["dir"]
+    assert embeddings.ensure_dense_model_dir("w8") == fp32_dir
+    assert embeddings.ensure_dense_model_dir("w8") == fp32_dir  # the verdict is remembered: no second attempt
+    assert attempts == ["w8", "fp32"]
+    marker = tmp_path / f".{embeddings.DENSE_VARIANTS['w8']['dir']}.unsupported"
+    assert onnxruntime.__version__ in marker.read_text()
+    assert not (tmp_path / embeddings.DENSE_VARIANTS["w8"]["dir"]).exists()
+
+
+def test_folders_load_with_plain_fastembed(embedder: OfflineEmbedder, shared_models: Path) -> None:
     from fastembed import TextEmbedding
 
-    folder = embeddings.ensure_dense_model_dir()
-    model = TextEmbedding(DEFAULT_DENSE_MODEL, specific_model_path=str(folder))
-    vector = next(iter(model.embed(["The room was not clean."])))
-    np.testing.assert_allclose(vector, embedder.embed_dense(["The room was not clean."])[0], atol=1e-5)
+    text = ["The room was not clean."]
+    for precision, ours in (("w8", embedder.embed_dense(text)), ("fp32", embedder.embed_dense_query(text))):
+        folder = embeddings.ensure_dense_model_dir(precision)
+        vector = next(iter(TextEmbedding(DEFAULT_DENSE_MODEL, specific_model_path=str(folder)).embed(text)))
+        np.testing.assert_allclose(vector, ours[0], atol=1e-5)
 
 
 def test_other_fastembed_models_can_be_named(monkeypatch: pytest.MonkeyPatch) -> None:

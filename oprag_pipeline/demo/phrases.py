@@ -26,23 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from oprag_pipeline.enrich.schema import Emotion
+
 Range = tuple[int, int]
 Spec = str | tuple[Range, Range, Range]
 Implied = tuple[str, Spec]
 
 SENTIMENTS = ("positive", "neutral", "negative")
 INTENSITIES = ("low", "medium", "high")
-EMOTIONS = (
-    "frustration",
-    "disappointment",
-    "anxiety",
-    "resignation",
-    "hope",
-    "relief",
-    "delight",
-    "trust",
-    "anger",
-)
+EMOTIONS = tuple(e.value for e in Emotion)  # the closed set of enrich/schema.py
 EVIDENCE_TYPES = ("personal_experience", "anecdotal", "data_driven")
 
 #: The σ-scale of DESIGN.md: neutral is 0 whatever the intensity.

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from oprag_pipeline.enrich.schema import sentiment_intensity
+
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 MODEL_FILE = "aspect_sentiment.onnx"
 LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
@@ -84,10 +86,7 @@ class AspectPrediction:
     @property
     def sentiment_intensity(self) -> int:
         """The σ-scale value (±10/20/30, 0 for neutral) from DESIGN.md."""
-        if self.sentiment == "neutral":
-            return 0
-        magnitude = {"low": 10, "medium": 20, "high": 30}[self.intensity]
-        return magnitude if self.sentiment == "positive" else -magnitude
+        return sentiment_intensity(self.sentiment, self.intensity)
 
 
 def sentence_window(text: str, start: int, end: int) -> tuple[int, int]:

@@ -24,17 +24,9 @@ from typing import Any
 
 import numpy as np
 
-EMOTIONS: tuple[str, ...] = (
-    "frustration",
-    "disappointment",
-    "anxiety",
-    "resignation",
-    "hope",
-    "relief",
-    "delight",
-    "trust",
-    "anger",
-)
+from oprag_pipeline.enrich.schema import Emotion
+
+EMOTIONS: tuple[str, ...] = tuple(e.value for e in Emotion)  # the closed set of enrich/schema.py
 EVIDENCE_TYPES: tuple[str, ...] = ("personal_experience", "anecdotal", "data_driven")
 
 # Patterns are regexes over lower-cased text, matched on word boundaries. Phrases first (immune to negation).

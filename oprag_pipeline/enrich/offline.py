@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from oprag_pipeline.enrich import cues
-from oprag_pipeline.enrich.aspect_model import sentence_window
+from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
 
 OFFLINE_VERSION = "1"
 MAX_MENTIONS_PER_ENTITY = 2
-LABELS = ("negative", "neutral", "positive")
 
 # Words that signal consequences beyond the moment (money, time, business, safety, leaving): high impact.
 _CONSEQUENCE = re.compile(

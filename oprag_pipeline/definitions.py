@@ -2,12 +2,23 @@
 
 from dagster import Definitions, in_process_executor
 
+from oprag_pipeline import settings
 from oprag_pipeline.enrich.assets import author_attributes, enriched_entity_docs, entity_opinion_stats, opinions
+from oprag_pipeline.evaluate.assets import (
+    evaluation_entities,
+    evaluation_questions,
+    evaluation_report,
+    gold_opinions,
+    metric_significance,
+    question_metrics,
+    retrieval_runs,
+)
+from oprag_pipeline.evaluate.sql_models import build_sql_assets
 from oprag_pipeline.index.assets import enriched_kb, entity_split_kb, raw_kb
 from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job, nightly_reindex_schedule
 from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
-from oprag_pipeline.resources import build_resources
+from oprag_pipeline.resources import build_resources, warehouse_resource
 
 ALL_ASSETS = [
     raw_documents,
@@ -21,6 +32,15 @@ ALL_ASSETS = [
     raw_kb,
     entity_split_kb,
     enriched_kb,
+    evaluation_entities,
+    evaluation_questions,
+    retrieval_runs,
+    gold_opinions,
+    question_metrics,
+    # The metric tables: SQL models in dbt_like_sql/, run by Dagster's templated-SQL component on the warehouse.
+    *build_sql_assets(settings.sql_models_dir(), warehouse_resource()),
+    metric_significance,
+    evaluation_report,
 ]
 
 

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from dagster import ConfigurableResource
+from dagster.components.lib.sql_component.sql_client import SQLClient
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
@@ -37,11 +38,19 @@ class DataDirResource(ConfigurableResource):
         return settings.list_domains(self.root)
 
 
-def warehouse_resource(path: Path | None = None) -> DuckDBResource:
-    """Dagster's own DuckDB resource (it retries while another process holds the file lock)."""
+class WarehouseResource(DuckDBResource, SQLClient):
+    """Dagster's own DuckDB resource (it retries while another process holds the file lock), also usable as the
+    SQL client of Dagster's templated-SQL components, so the SQL models in `dbt_like_sql/` run through it."""
+
+    def connect_and_execute(self, sql: str) -> None:
+        with self.get_connection() as conn:
+            conn.execute(sql)
+
+
+def warehouse_resource(path: Path | None = None) -> WarehouseResource:
     database = path or settings.warehouse_path()
     database.parent.mkdir(parents=True, exist_ok=True)
-    return DuckDBResource(database=str(database))
+    return WarehouseResource(database=str(database))
 
 
 class EmbedderResource(ConfigurableResource):

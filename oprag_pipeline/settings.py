@@ -12,6 +12,7 @@ from pathlib import Path
 DATA_DIR_ENV = "OPRAG_DATA_DIR"
 WAREHOUSE_ENV = "OPRAG_WAREHOUSE"
 MAX_TEXT_CHARS_ENV = "OPRAG_MAX_TEXT_CHARS"
+SQL_DIR_ENV = "OPRAG_SQL_DIR"
 
 DEFAULT_MAX_TEXT_CHARS = 100_000
 
@@ -43,6 +44,17 @@ def warehouse_path(base: Path | None = None) -> Path:
     if configured and base is None:
         return Path(configured).expanduser().resolve()
     return (base or data_dir()) / "warehouse.duckdb"
+
+
+def sql_models_dir() -> Path:
+    """`OPRAG_SQL_DIR`, else `dbt_like_sql/` in the checkout: the SQL models of the evaluation marts."""
+    configured = os.environ.get(SQL_DIR_ENV)
+    return Path(configured).expanduser().resolve() if configured else project_root() / "dbt_like_sql"
+
+
+def reports_dir(base: Path | None = None) -> Path:
+    """`reports/<domain>/` holds each domain's evaluation report."""
+    return (base or data_dir()) / "reports"
 
 
 def max_text_chars() -> int:

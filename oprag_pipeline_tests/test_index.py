@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from dagster import DagsterInstance
+from dagster import AssetSelection, DagsterInstance
 
 from oprag_pipeline.cli import main
 from oprag_pipeline.definitions import ALL_ASSETS
@@ -20,8 +20,12 @@ from oprag_pipeline_tests.conftest import materialize_domain
 INDEX_KEYS = ("raw_kb", "entity_split_kb", "enriched_kb")
 
 
+# everything up to the knowledge bases; the evaluation on top of them is covered by test_evaluation_chain.py
+UP_TO_INDEX = AssetSelection.all() - AssetSelection.groups("evaluation")
+
+
 def materialize_all(data_dir: Path, instance: DagsterInstance) -> dict[str, dict]:
-    return materialize_domain(ALL_ASSETS, data_dir, instance, "hotels")
+    return materialize_domain(ALL_ASSETS, data_dir, instance, "hotels", selection=UP_TO_INDEX)
 
 
 @pytest.fixture(scope="module")

@@ -63,6 +63,7 @@ if SHARD_DOCS % BLOCK_DOCS:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _INTENSITY_CODES = ("l", "m", "h")
 _INTENSITY_NAMES = {"l": "low", "m": "medium", "h": "high"}
+_STRENGTH = {"l": 1, "m": 2, "h": 3}
 _PERSONAL_RE = re.compile(r"\{we\}|\b(I|I'm|I've|I'd|I'll|we|we're|we've|us|our|my|me)\b")
 _ALIAS_RE = re.compile(r"\[([^\]]+)\]")
 _PLACEHOLDER = "\x00"
@@ -835,6 +836,19 @@ class _DocWriter:
         }
         if in_input:
             row.update(author_cols)
+        # The planted labels also travel with the document in the importers' gold format, so the evaluation
+        # treats the demo corpus like any gold-labelled corpus (the extractor only ever reads the text).
+        row["gold_opinions"] = [
+            {
+                "target": text[m.alias_span[0] : m.alias_span[1]] if m.alias_span else None,
+                "category": m.entity.spec.name,
+                "polarity": m.sentiment,
+                "strength": None if m.sentiment == "neutral" else _STRENGTH[m.intensity],
+                "from": m.alias_span[0] if m.alias_span else None,
+                "to": m.alias_span[1] if m.alias_span else None,
+            }
+            for m in mentions
+        ]
         # By hand like the mention lines: scope, handle and attribute values are generator-made, JSON-safe strings.
         attr_json = ",".join(f'"{k}":"{v}"' for k, v in author_cols.items())
         doc_truth = (

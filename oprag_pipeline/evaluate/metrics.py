@@ -30,6 +30,7 @@ class Hit:
     point_id: str
     opinions: tuple[HitOpinion, ...] = ()
     author: Mapping[str, str] = field(default_factory=dict)
+    doc_id: str = ""
 
 
 def entity_match_rate(hits: Sequence[Hit], entity_id: str) -> float:

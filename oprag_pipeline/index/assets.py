@@ -138,9 +138,12 @@ def raw_kb(
         for c in chunks
     ]
     store = vector_store.open_store()
-    name = collection_name(domain, "raw")
-    summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
-    yield from _result(context, "raw", summary, len(points), store, name)
+    try:
+        name = collection_name(domain, "raw")
+        summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
+        yield from _result(context, "raw", summary, len(points), store, name)
+    finally:
+        store.close()  # builds the index now and frees the shard for the next step of the same run
 
 
 ENTITY_DOCS_SQL = """
@@ -180,10 +183,13 @@ def _index_entity_docs(context, warehouse, embedder, vector_store, *, kb: str):
     with warehouse.get_connection() as conn:
         rows = conn.execute(ENTITY_DOCS_SQL, [domain]).fetchall()
     store = vector_store.open_store()
-    name = collection_name(domain, kb)
-    points = _entity_points(domain, rows, enriched=kb == "enriched")
-    summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
-    yield from _result(context, kb, summary, len(rows), store, name)
+    try:
+        name = collection_name(domain, kb)
+        points = _entity_points(domain, rows, enriched=kb == "enriched")
+        summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
+        yield from _result(context, kb, summary, len(rows), store, name)
+    finally:
+        store.close()
 
 
 @asset(

@@ -1,0 +1,78 @@
+"""Which entities are worth asking about: those the corpus genuinely disagrees on.
+
+A question about an entity everyone loves has a one-point answer distribution; any retriever reproduces it, so it
+measures nothing. Entities are kept when their sentiment entropy H(e) reaches a threshold (0.6 bits by default, as
+in the reference study) and they have enough mentions for a corpus distribution to mean something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EntityStats:
+    entity_id: str
+    entity_name: str
+    tier1_name: str | None
+    tier2_name: str | None
+    mentions: int
+    entropy_bits: float
+
+
+@dataclass(frozen=True)
+class EvaluationEntity:
+    entity_id: str
+    entity_name: str
+    tier1_name: str | None
+    tier2_name: str | None
+    mentions: int
+    entropy_bits: float
+    comparison_id: str | None  # a sibling to compare with (same tier-2, else tier-1, else the most mentioned)
+    comparison_name: str | None
+
+
+def choose_evaluation_entities(
+    stats: Sequence[EntityStats], *, min_entropy: float, min_mentions: int, max_entities: int
+) -> list[EvaluationEntity]:
+    """Disputed, well-attested entities, most disputed first (ties: more mentions, then id — deterministic).
+
+    The comparison partner is chosen among all entities with enough mentions, not only the disputed ones: "how does
+    the breakfast compare with the restaurant" is a fair question even when everyone likes the restaurant.
+    """
+    eligible = [s for s in stats if s.mentions >= min_mentions]
+    chosen = sorted(
+        (s for s in eligible if s.entropy_bits >= min_entropy),
+        key=lambda s: (-round(s.entropy_bits, 9), -s.mentions, s.entity_id),
+    )[:max_entities]
+    by_mentions = sorted(eligible, key=lambda s: (-s.mentions, s.entity_id))
+    result = []
+    for entity in chosen:
+        partner = _comparison_partner(entity, by_mentions)
+        result.append(
+            EvaluationEntity(
+                entity_id=entity.entity_id,
+                entity_name=entity.entity_name,
+                tier1_name=entity.tier1_name,
+                tier2_name=entity.tier2_name,
+                mentions=entity.mentions,
+                entropy_bits=entity.entropy_bits,
+                comparison_id=partner.entity_id if partner else None,
+                comparison_name=partner.entity_name if partner else None,
+            )
+        )
+    return result
+
+
+def _comparison_partner(entity: EntityStats, by_mentions: Sequence[EntityStats]) -> EntityStats | None:
+    others = [s for s in by_mentions if s.entity_id != entity.entity_id and s.entity_name != entity.entity_name]
+    for same in (
+        lambda s: entity.tier2_name is not None and s.tier2_name == entity.tier2_name,
+        lambda s: entity.tier1_name is not None and s.tier1_name == entity.tier1_name,
+        lambda s: True,
+    ):
+        for candidate in others:
+            if same(candidate):
+                return candidate
+    return None

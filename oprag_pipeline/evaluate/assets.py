@@ -13,13 +13,13 @@ from pydantic import Field
 
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import RegistryEntry, map_gold
-from oprag_pipeline.evaluate.grid import DEPTHS, KNOWLEDGE_BASES, run_grid
+from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells, run_grid
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion
 from oprag_pipeline.evaluate.questions import QuestionEntity, generate_all
 from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
 from oprag_pipeline.evaluate.stats import compare_paired
-from oprag_pipeline.index.retrieval import MODES, Retriever
+from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
 from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
@@ -52,15 +52,40 @@ CREATE TABLE IF NOT EXISTS question_metrics (
     k INTEGER NOT NULL, metric VARCHAR NOT NULL, value DOUBLE NOT NULL
 );
 CREATE TABLE IF NOT EXISTS metric_significance (
-    domain VARCHAR NOT NULL, mode VARCHAR NOT NULL, k INTEGER NOT NULL, metric VARCHAR NOT NULL,
+    domain VARCHAR NOT NULL, mode VARCHAR NOT NULL, baseline_mode VARCHAR NOT NULL, k INTEGER NOT NULL,
+    metric VARCHAR NOT NULL,
     treatment VARCHAR NOT NULL, baseline VARCHAR NOT NULL, n_questions INTEGER NOT NULL, treatment_mean DOUBLE,
     baseline_mean DOUBLE, relative_change DOUBLE, relative_change_label VARCHAR NOT NULL, mean_difference DOUBLE,
     ci_low DOUBLE, ci_high DOUBLE, wilcoxon_statistic DOUBLE, p_value DOUBLE
 );
 """
 
-# (treatment, baseline) pairs of the paired tests, as the reference study reports them.
-COMPARISONS = (("enriched", "raw"), ("entity_split", "raw"), ("enriched", "entity_split"))
+# Paired tests as (treatment KB, treatment mode) vs (baseline KB, baseline mode): the reference study's three
+# comparisons within each mode, and opinion-balanced retrieval against plain hybrid retrieval of both KBs.
+_WITHIN_MODE = (("enriched", "raw"), ("entity_split", "raw"), ("enriched", "entity_split"))
+COMPARISONS = (
+    *(((t, mode), (b, mode)) for mode in ("semantic", "hybrid") for t, b in _WITHIN_MODE),
+    (("enriched", "balanced"), ("raw", "hybrid")),
+    (("enriched", "balanced"), ("enriched", "hybrid")),
+)
+
+
+def _ensure_tables(conn) -> None:
+    """Create the evaluation tables; one whose columns changed between versions is rebuilt (all of them are
+    derived, and every asset rewrites its domain's rows anyway)."""
+    for statement in filter(str.strip, DDL.split(";")):
+        table = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
+        wanted = [c.strip().split()[0] for c in statement.split("(", 1)[1].rsplit(")", 1)[0].split(",")]
+        have = [r[0] for r in conn.execute(f"DESCRIBE {table}").fetchall()] if _exists(conn, table) else None
+        if have is not None and have != wanted:
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute(statement)
+
+
+def _exists(conn, table: str) -> bool:
+    return bool(
+        conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
+    )
 
 
 def _replace_rows(conn, table: str, domain: str, rows: list, width: int) -> None:
@@ -99,7 +124,7 @@ def evaluation_entities(
 ) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(DDL)
+        _ensure_tables(conn)
         stats = [
             EntityStats(*r)
             for r in conn.execute(
@@ -165,7 +190,7 @@ def evaluation_questions(
 ) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(DDL)
+        _ensure_tables(conn)
         entities = [
             QuestionEntity(r[0], r[1], tuple(r[2]), r[3])
             for r in conn.execute(
@@ -217,12 +242,13 @@ def retrieval_runs(
 ) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(DDL)
+        _ensure_tables(conn)
         questions = conn.execute(
             "SELECT question_id, text FROM evaluation_questions WHERE domain = ? ORDER BY question_id", [domain]
         ).fetchall()
+        profile = OpinionProfile.load(conn, domain)
     store = vector_store.open_store()
-    retriever = Retriever(store, embedder.embedder())
+    retriever = Retriever(store, embedder.embedder(), profiles={domain: profile})
     started = time.perf_counter()
     last_log = [started]
 
@@ -239,9 +265,9 @@ def retrieval_runs(
     finally:
         store.close()
     elapsed = time.perf_counter() - started
-    queries = len(questions) * len(KNOWLEDGE_BASES) * len(MODES) * len(DEPTHS)
+    queries = len(questions) * len(grid_cells()) * len(DEPTHS)
     with warehouse.get_connection() as conn:
-        conn.execute(DDL)
+        _ensure_tables(conn)
         _replace_rows(conn, "retrieval_runs", domain, rows, 12)
     return MaterializeResult(
         metadata={
@@ -265,7 +291,7 @@ def retrieval_runs(
 def gold_opinions(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(DDL)
+        _ensure_tables(conn)
         _, registry = registry_entities(conn, domain)
         entries = [RegistryEntry(e.entity_id, e.name, tuple(e.aliases)) for e in registry]
         cursor = conn.execute(
@@ -307,7 +333,7 @@ def gold_opinions(context: AssetExecutionContext, warehouse: DuckDBResource) -> 
 def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(DDL)
+        _ensure_tables(conn)
         question_entities = dict(
             conn.execute(
                 "SELECT question_id, entity_id FROM evaluation_questions WHERE domain = ?", [domain]
@@ -342,7 +368,7 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
         ).fetchall():
             authors[doc_id][attribute] = value
         cells: dict[tuple[str, str, str, int], dict[int, tuple[str, str, list]]] = {
-            (q, kb, mode, k): {} for q in question_entities for kb in KNOWLEDGE_BASES for mode in MODES for k in DEPTHS
+            (q, kb, mode, k): {} for q in question_entities for kb, mode in grid_cells() for k in DEPTHS
         }
         for q, kb, mode, k, rank, point_id, doc_id, entity_id, score, impact, emotions in conn.execute(
             """SELECT question_id, kb, mode, k, rank, point_id, doc_id, entity_id, sentiment_intensity, impact_score,
@@ -388,49 +414,34 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
 def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(DDL)
-        values: dict[tuple[str, int, str], dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+        _ensure_tables(conn)
+        values: dict[tuple[int, str], dict[tuple[str, str], dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         for question_id, kb, mode, k, metric, value in conn.execute(
             "SELECT question_id, kb, mode, k, metric, value FROM stg_question_metrics WHERE domain = ?", [domain]
         ).fetchall():
-            values[(mode, k, metric)][kb][question_id] = value
+            values[(k, metric)][(kb, mode)][question_id] = value
         rows = []
-        for (mode, k, metric), by_kb in sorted(values.items()):
+        for (k, metric), cells in sorted(values.items()):
             for treatment, baseline in COMPARISONS:
-                shared = sorted(set(by_kb.get(treatment, {})) & set(by_kb.get(baseline, {})))
+                shared = sorted(set(cells.get(treatment, {})) & set(cells.get(baseline, {})))
                 if not shared:
                     continue
                 c = compare_paired(
                     metric,
-                    treatment,
-                    [by_kb[treatment][q] for q in shared],
-                    baseline,
-                    [by_kb[baseline][q] for q in shared],
+                    treatment[0],
+                    [cells[treatment][q] for q in shared],
+                    baseline[0],
+                    [cells[baseline][q] for q in shared],
                 )
                 rows.append(
-                    [
-                        domain,
-                        mode,
-                        k,
-                        metric,
-                        treatment,
-                        baseline,
-                        c.n_questions,
-                        c.treatment_mean,
-                        c.baseline_mean,
-                        c.relative_change,
-                        c.relative_change_label,
-                        c.mean_difference,
-                        c.ci_low,
-                        c.ci_high,
-                        c.wilcoxon_statistic,
-                        c.p_value,
-                    ]
-                )
-        _replace_rows(conn, "metric_significance", domain, rows, 16)
-    headline = [r for r in rows if r[1] == "hybrid" and r[2] == 20 and r[4] == "enriched" and r[5] == "raw"]
+                    [domain, treatment[1], baseline[1], k, metric, treatment[0], baseline[0], c.n_questions,
+                     c.treatment_mean, c.baseline_mean, c.relative_change, c.relative_change_label,
+                     c.mean_difference, c.ci_low, c.ci_high, c.wilcoxon_statistic, c.p_value]
+                )  # fmt: skip
+        _replace_rows(conn, "metric_significance", domain, rows, 17)
+    headline = [r for r in rows if r[1] == r[2] == "hybrid" and r[3] == 20 and r[5] == "enriched" and r[6] == "raw"]
     table = "\n".join(
-        f"| {r[3]} | {r[8]:.3f} | {r[7]:.3f} | {r[10]} | {r[15] if r[15] is None else f'{r[15]:.2g}'} |"
+        f"| {r[4]} | {r[9]:.3f} | {r[8]:.3f} | {r[11]} | {r[16] if r[16] is None else f'{r[16]:.2g}'} |"
         for r in headline
     )
     return MaterializeResult(

@@ -10,10 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from oprag_pipeline.index.retrieval import MODES, Retriever
+from oprag_pipeline.index.retrieval import BALANCED, MODES, Retriever
 
 KNOWLEDGE_BASES = ("raw", "entity_split", "enriched")
 DEPTHS = (10, 20, 40, 60)
+
+
+def grid_cells(kbs: Sequence[str] = KNOWLEDGE_BASES, modes: Sequence[str] = MODES) -> list[tuple[str, str]]:
+    """(kb, mode) pairs of the grid: every KB in every mode, plus opinion-balanced retrieval on the enriched KB
+    (the only KB whose points carry the σ-score it balances on)."""
+    cells = [(kb, mode) for kb in kbs for mode in modes]
+    if "enriched" in kbs:
+        cells.append(("enriched", BALANCED))
+    return cells
 
 
 @dataclass(frozen=True)
@@ -45,26 +54,25 @@ def run_grid(
     report progress as they go."""
     for done, (question_id, text) in enumerate(questions, start=1):
         rows: list[HitRow] = []
-        for kb in kbs:
-            for mode in modes:
-                for k in depths:
-                    for rank, hit in enumerate(retriever.search(domain, text, k=k, mode=mode, kb=kb), start=1):
-                        p = hit.payload
-                        rows.append(
-                            HitRow(
-                                question_id,
-                                kb,
-                                mode,
-                                k,
-                                rank,
-                                float(hit.score),
-                                str(hit.point_id),
-                                str(p["doc_id"]),
-                                p.get("entity_id") if kb != "raw" else None,
-                                p.get("char_start"),
-                                p.get("char_end"),
-                            )
+        for kb, mode in grid_cells(kbs, modes):
+            for k in depths:
+                for rank, hit in enumerate(retriever.search(domain, text, k=k, mode=mode, kb=kb), start=1):
+                    p = hit.payload
+                    rows.append(
+                        HitRow(
+                            question_id,
+                            kb,
+                            mode,
+                            k,
+                            rank,
+                            float(hit.score),
+                            str(hit.point_id),
+                            str(p["doc_id"]),
+                            p.get("entity_id") if kb != "raw" else None,
+                            p.get("char_start"),
+                            p.get("char_end"),
                         )
+                    )
         if progress:
             progress(done, len(questions))
         yield rows

@@ -16,8 +16,14 @@ from typing import Any
 
 import duckdb
 
-KB_LABELS = {"raw": "raw KB", "entity_split": "entity-split KB", "enriched": "enriched KB"}
-KBS = tuple(KB_LABELS)
+KB_LABELS = {
+    "raw": "raw KB",
+    "entity_split": "entity-split KB",
+    "enriched": "enriched KB",
+    "enriched_balanced": "enriched KB, balanced",
+}
+KBS = ("raw", "entity_split", "enriched")
+VARIANTS = tuple(KB_LABELS)
 HEADLINE_METRICS = (
     ("entity_match_rate", "entity match rate", "share", "higher"),
     ("sentiment_intensity_std", "sentiment-intensity std (σ)", "num", "higher"),
@@ -89,7 +95,8 @@ def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
             "SELECT * EXCLUDE (domain) FROM metric_significance WHERE domain = ? ORDER BY metric, mode, k, treatment"
         ),
         "w1_by_category": q(
-            "SELECT * EXCLUDE (domain) FROM mart_w1_by_category WHERE domain = ? ORDER BY metric, entity_category, kb"
+            "SELECT * EXCLUDE (domain) FROM mart_w1_by_category WHERE domain = ? "
+            "ORDER BY metric, entity_category, variant"
         ),
         "depth_curve": q(
             "SELECT * EXCLUDE (domain) FROM mart_depth_curve WHERE domain = ? ORDER BY metric, kb, mode, k"
@@ -98,9 +105,9 @@ def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
             "SELECT * EXCLUDE (domain) FROM mart_mode_comparison WHERE domain = ? ORDER BY metric, kb"
         ),
         "question_type": q(
-            "SELECT * EXCLUDE (domain) FROM mart_question_type WHERE domain = ? ORDER BY metric, question_type, kb"
+            "SELECT * EXCLUDE (domain) FROM mart_question_type WHERE domain = ? ORDER BY metric, question_type, variant"
         ),
-        "fairness": q("SELECT * EXCLUDE (domain) FROM mart_fairness WHERE domain = ? ORDER BY attribute, kb"),
+        "fairness": q("SELECT * EXCLUDE (domain) FROM mart_fairness WHERE domain = ? ORDER BY attribute, variant"),
         "extraction_vs_gold": q(
             "SELECT * EXCLUDE (domain) FROM mart_extraction_vs_gold WHERE domain = ? ORDER BY source"
         ),
@@ -108,44 +115,57 @@ def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
     return data
 
 
-def _significance(data: dict[str, Any], metric: str, treatment: str, baseline: str, mode="hybrid", k=20):
+def _significance(
+    data: dict[str, Any], metric: str, treatment: tuple[str, str], baseline: tuple[str, str], k: int = 20
+) -> dict[str, Any] | None:
     for row in data["significance"]:
-        if (row["metric"], row["treatment"], row["baseline"], row["mode"], row["k"]) == (
-            metric,
-            treatment,
-            baseline,
-            mode,
-            k,
+        if (
+            row["metric"] == metric
+            and row["k"] == k
+            and (row["treatment"], row["mode"]) == treatment
+            and (row["baseline"], row["baseline_mode"]) == baseline
         ):
             return row
     return None
 
 
 def summary_rows(data: dict[str, Any]) -> list[list[str]]:
-    """The headline table: metric, raw, entity-split, enriched, change enriched vs raw, 95% CI, p."""
+    """The headline table: each KB at k=20 (hybrid), balanced retrieval, and both changes over raw with p."""
     coverage = {r["metric"]: r for r in data["coverage_k20_hybrid"]}
     rows = []
     for metric, label, kind, better in HEADLINE_METRICS:
         r = coverage.get(metric)
         if r is None:
             continue
-        sig = _significance(data, metric, "enriched", "raw")
-        ci = f"[{_fmt(sig['ci_low'])}, {_fmt(sig['ci_high'])}]" if sig else "—"
+        plain = _significance(data, metric, ("enriched", "hybrid"), ("raw", "hybrid"))
+        balanced = _significance(data, metric, ("enriched", "balanced"), ("raw", "hybrid"))
         rows.append(
             [
                 f"{label} ({better} is better)",
                 _fmt(r["raw"], kind),
                 _fmt(r["entity_split"], kind),
                 _fmt(r["enriched"], kind),
-                sig["relative_change_label"] if sig else "—",
-                ci,
-                _fmt(sig["p_value"], "p") if sig else "—",
+                _fmt(r["enriched_balanced"], kind),
+                plain["relative_change_label"] if plain else "—",
+                _fmt(plain["p_value"], "p") if plain else "—",
+                balanced["relative_change_label"] if balanced else "—",
+                _fmt(balanced["p_value"], "p") if balanced else "—",
             ]
         )
     return rows
 
 
-SUMMARY_HEADERS = ["metric (k=20, hybrid)", "raw", "entity-split", "enriched", "enriched vs raw", "95% CI Δ", "p"]
+SUMMARY_HEADERS = [
+    "metric (k=20)",
+    "raw",
+    "entity-split",
+    "enriched",
+    "enriched, balanced",
+    "enriched vs raw",
+    "p",
+    "balanced vs raw",
+    "p",
+]
 
 
 def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -165,7 +185,7 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
         fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
         for ax, metric in zip(axes[0], metrics, strict=True):
             for kb in KBS:
-                for mode, style in (("hybrid", "-"), ("semantic", ":")):
+                for mode, style in (("hybrid", "-"), ("semantic", ":"), ("balanced", "--")):
                     points = sorted(
                         (r["k"], r["mean"]) for r in curve if (r["metric"], r["kb"], r["mode"]) == (metric, kb, mode)
                     )
@@ -185,8 +205,9 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
     if coverage:
         fig, axes = plt.subplots(1, len(coverage), figsize=(3.6 * len(coverage), 3.2), squeeze=False)
         for ax, row in zip(axes[0], coverage, strict=True):
-            values = [row[kb] or 0.0 for kb in KBS]
-            ax.bar([KB_LABELS[kb].replace(" KB", "") for kb in KBS], values, color=["#999", "#6a9fd4", "#2d6a4f"])
+            values = [row[v] or 0.0 for v in VARIANTS]
+            labels = ["raw", "split", "enriched", "balanced"]
+            ax.bar(labels, values, color=["#999", "#6a9fd4", "#2d6a4f", "#e09f3e"])
             ax.set_title(f"{row['metric'].replace('_', ' ')} (k=20, hybrid)")
             ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
@@ -198,15 +219,15 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
     if fairness:
         attributes = sorted({r["attribute"] for r in fairness})
         fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(attributes) * 2), 3.4))
-        width = 0.13
-        for i, kb in enumerate(KBS):
+        width = 0.1
+        for i, variant in enumerate(VARIANTS):
             for j, scope in enumerate(("overall", "matched")):
-                xs = [a + (i * 2 + j - 2.5) * width for a in range(len(attributes))]
+                xs = [a + (i * 2 + j - 3.5) * width for a in range(len(attributes))]
                 ys = [
-                    next((r[scope] or 0.0 for r in fairness if (r["attribute"], r["kb"]) == (a, kb)), 0.0)
+                    next((r[scope] or 0.0 for r in fairness if (r["attribute"], r["variant"]) == (a, variant)), 0.0)
                     for a in attributes
                 ]
-                ax.bar(xs, ys, width, label=f"{KB_LABELS[kb]}, {scope}", hatch="" if scope == "overall" else "//")
+                ax.bar(xs, ys, width, label=f"{KB_LABELS[variant]}, {scope}", hatch="" if scope == "overall" else "//")
         ax.set_xticks(range(len(attributes)), attributes)
         ax.set_ylabel("share of groups present")
         ax.set_ylim(0, 1.05)
@@ -235,7 +256,7 @@ def _sections(data: dict[str, Any], plots: Sequence[Path]) -> list[Section]:
     sig_rows = [
         [
             r["metric"],
-            f"{r['treatment']} vs {r['baseline']}",
+            f"{r['treatment']} ({r['mode']}) vs {r['baseline']} ({r['baseline_mode']})",
             str(r["n_questions"]),
             _fmt(r["baseline_mean"]),
             _fmt(r["treatment_mean"]),
@@ -244,12 +265,14 @@ def _sections(data: dict[str, Any], plots: Sequence[Path]) -> list[Section]:
             _fmt(r["p_value"], "p"),
         ]
         for r in data["significance"]
-        if r["mode"] == "hybrid" and r["k"] == 20
+        if r["mode"] in ("hybrid", "balanced") and r["k"] == 20
     ]
     sections.append(
         Section(
-            "All paired comparisons (k = 20, hybrid)",
-            "",
+            "All paired comparisons (k = 20)",
+            "Balanced retrieval takes its σ-level proportions from the extracted corpus distribution, so its `w1` "
+            "against that same distribution is small by construction; `w1_gold` (gold labels on both sides) is "
+            "the independent test.",
             ["metric", "comparison", "n", "baseline", "treatment", "change", "95% CI Δ", "p"],
             sig_rows,
         )
@@ -258,37 +281,43 @@ def _sections(data: dict[str, Any], plots: Sequence[Path]) -> list[Section]:
         Section(
             "W1 per entity category (k = 20, hybrid)",
             "Entity category = the taxonomy's top tier. `w1_gold` uses gold labels for both distributions.",
-            ["metric", "category", "entities", *[KB_LABELS[kb] for kb in KBS]],
-            _pivot(data["w1_by_category"], ("metric", "entity_category", "entities"), "mean"),
+            ["metric", "category", "entities", *[KB_LABELS[v] for v in VARIANTS]],
+            _pivot(data["w1_by_category"], ("metric", "entity_category", "entities"), "mean", key="variant"),
         )
     )
-    depth = [r for r in data["depth_curve"] if r["mode"] == "hybrid"]
+    depth = [
+        {**r, "variant": f"{r['kb']}_balanced" if r["mode"] == "balanced" else r["kb"]}
+        for r in data["depth_curve"]
+        if r["mode"] in ("hybrid", "balanced")
+    ]
     sections.append(
         Section(
-            "Retrieval depth (hybrid)",
+            "Retrieval depth (hybrid; balanced on the enriched KB)",
             "",
-            ["metric", "k", *[KB_LABELS[kb] for kb in KBS]],
-            _pivot(depth, ("metric", "k"), "mean"),
+            ["metric", "k", *[KB_LABELS[v] for v in VARIANTS]],
+            _pivot(depth, ("metric", "k"), "mean", key="variant"),
             plot.get("depth_curves"),
         )
     )
     mode_rows = [
-        [r["metric"], KB_LABELS[r["kb"]], _fmt(r["semantic"]), _fmt(r["hybrid"])]
+        [r["metric"], KB_LABELS[r["kb"]], _fmt(r["semantic"]), _fmt(r["hybrid"]), _fmt(r["balanced"])]
         for r in data["mode_comparison"]
         if r["metric"] in dict.fromkeys(m for m, *_ in HEADLINE_METRICS)
     ]
-    sections.append(Section("Semantic vs hybrid (k = 20)", "", ["metric", "KB", "semantic", "hybrid"], mode_rows))
+    sections.append(
+        Section("Semantic vs hybrid (k = 20)", "", ["metric", "KB", "semantic", "hybrid", "balanced"], mode_rows)
+    )
     qtype = [r for r in data["question_type"] if r["metric"] in ("entity_match_rate", "w1", "w1_gold")]
     sections.append(
         Section(
             "By question type (k = 20, hybrid)",
             "",
-            ["metric", "question type", *[KB_LABELS[kb] for kb in KBS]],
-            _pivot(qtype, ("metric", "question_type"), "mean"),
+            ["metric", "question type", *[KB_LABELS[v] for v in VARIANTS]],
+            _pivot(qtype, ("metric", "question_type"), "mean", key="variant"),
         )
     )
     fair_rows = [
-        [r["attribute"], KB_LABELS[r["kb"]], _fmt(r["overall"], "share"), _fmt(r["matched"], "share")]
+        [r["attribute"], KB_LABELS[r["variant"]], _fmt(r["overall"], "share"), _fmt(r["matched"], "share")]
         for r in data["fairness"]
     ]
     sections.append(
@@ -341,11 +370,11 @@ def _sections(data: dict[str, Any], plots: Sequence[Path]) -> list[Section]:
     return sections
 
 
-def _pivot(rows: Sequence[dict[str, Any]], keys: Sequence[str], value: str) -> list[list[str]]:
+def _pivot(rows: Sequence[dict[str, Any]], keys: Sequence[str], value: str, key: str) -> list[list[str]]:
     grouped: dict[tuple, dict[str, Any]] = {}
     for r in rows:
-        grouped.setdefault(tuple(r[k] for k in keys), {})[r["kb"]] = r[value]
-    return [[str(v) for v in key] + [_fmt(by_kb.get(kb)) for kb in KBS] for key, by_kb in grouped.items()]
+        grouped.setdefault(tuple(r[k] for k in keys), {})[r[key]] = r[value]
+    return [[str(v) for v in group] + [_fmt(cells.get(v)) for v in VARIANTS] for group, cells in grouped.items()]
 
 
 def _markdown(domain: str, sections: Sequence[Section]) -> str:

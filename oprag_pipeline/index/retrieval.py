@@ -14,10 +14,45 @@ from typing import Any
 
 import duckdb
 
+from oprag_pipeline.enrich.schema import SIGMA_SCALE
+from oprag_pipeline.index.balancing import EntityFinder, proportional_quotas, split_slots
 from oprag_pipeline.index.sync import collection_name
-from oprag_pipeline.index.vector_store import FilterValue, VectorStore
+from oprag_pipeline.index.vector_store import FilterValue, SearchHit, VectorStore
 
 MODES = ("semantic", "hybrid")
+BALANCED = "balanced"  # opinion-balanced hybrid retrieval, enriched KB only (see index/balancing.py)
+ALL_MODES = (*MODES, BALANCED)
+MAX_ENTITIES_PER_QUESTION = 3
+
+
+@dataclass(frozen=True)
+class OpinionProfile:
+    """A domain's entities as the balanced mode needs them: how to find them in a question, and the corpus count
+    of their opinions per σ-level."""
+
+    finder: EntityFinder
+    sigma_counts: Mapping[str, Mapping[int, int]]
+
+    @classmethod
+    def load(cls, conn: duckdb.DuckDBPyConnection, domain: str) -> OpinionProfile:
+        from oprag_pipeline.registry.store import registry_entities
+
+        _, entities = registry_entities(conn, domain)
+        counts: dict[str, dict[int, int]] = {}
+        for entity_id, sigma, n in conn.execute(
+            "SELECT entity_id, sentiment_intensity, count(*) FROM opinions WHERE domain = ? GROUP BY ALL", [domain]
+        ).fetchall():
+            counts.setdefault(entity_id, {})[int(sigma)] = int(n)
+        return cls(EntityFinder({e.entity_id: [e.name, *e.aliases] for e in entities}), counts)
+
+
+def _sigma_filter(sigma: int) -> dict[str, str]:
+    if sigma == 0:
+        return {"sentiment": "neutral"}
+    for (sentiment, level), value in SIGMA_SCALE.items():
+        if value == sigma:
+            return {"sentiment": sentiment.value, "intensity": level.value}
+    raise ValueError(f"{sigma} is not a point of the σ-scale")
 
 
 @dataclass
@@ -32,9 +67,10 @@ class RetrievedHit:
 class Retriever:
     """Holds one embedder and one store; embeddings of a query are reused across KBs and k."""
 
-    def __init__(self, store: VectorStore, embedder: Any) -> None:
+    def __init__(self, store: VectorStore, embedder: Any, profiles: Mapping[str, OpinionProfile] | None = None) -> None:
         self.store = store
         self.embedder = embedder
+        self.profiles = dict(profiles or {})
         self._cache: dict[str, tuple[Any, Any]] = {}
 
     def _vectors(self, query: str) -> tuple[Any, Any]:
@@ -53,8 +89,10 @@ class Retriever:
         kb: str = "enriched",
         filters: Mapping[str, FilterValue] | None = None,
     ) -> list[RetrievedHit]:
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        if mode not in ALL_MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(ALL_MODES)}")
+        if mode == BALANCED:
+            return self._balanced(domain, query, k, kb, filters)
         dense, sparse = self._vectors(query)
         hits = self.store.search(
             collection_name(domain, kb),
@@ -65,6 +103,52 @@ class Retriever:
             filters=filters,
         )
         return [RetrievedHit(h.id, h.score, dict(h.payload)) for h in hits]
+
+    def _balanced(
+        self, domain: str, query: str, k: int, kb: str, filters: Mapping[str, FilterValue] | None
+    ) -> list[RetrievedHit]:
+        """k slots split over the entities the question names, then over each entity's σ-levels in proportion to
+        the corpus; each slot filled by hybrid relevance within its level. No named entity: plain hybrid."""
+        if kb != "enriched":
+            raise ValueError("balanced retrieval needs the opinion payload of the enriched KB (kb='enriched')")
+        if domain not in self.profiles:
+            raise ValueError(f"balanced retrieval needs the opinion profile of domain {domain!r} (Retriever profiles)")
+        profile = self.profiles[domain]
+        entities = [e for e in profile.finder.find(query) if profile.sigma_counts.get(e)][:MAX_ENTITIES_PER_QUESTION]
+        if not entities:
+            return self.search(domain, query, k=k, mode="hybrid", kb=kb, filters=filters)
+        dense, sparse = self._vectors(query)
+        name = collection_name(domain, kb)
+        chosen: dict[str, SearchHit] = {}
+
+        def fill(limit: int, where: dict[str, FilterValue]) -> int:
+            if limit <= 0:
+                return 0
+            hits = self.store.search(
+                name,
+                dense=dense,
+                sparse=sparse,
+                k=limit + len(chosen),
+                mode="hybrid",
+                filters={**(filters or {}), **where},
+            )
+            added = 0
+            for hit in hits:
+                if added == limit:
+                    break
+                if hit.id not in chosen:
+                    chosen[hit.id] = hit
+                    added += 1
+            return added
+
+        for entity_id, slots in zip(entities, split_slots(k, len(entities)), strict=True):
+            got = 0
+            for sigma, quota in sorted(proportional_quotas(profile.sigma_counts[entity_id], slots).items()):
+                got += fill(quota, {"entity_id": entity_id, **_sigma_filter(sigma)})
+            got += fill(slots - got, {"entity_id": entity_id})  # a level with fewer points than its quota
+        fill(k - len(chosen), {})  # an entity with fewer points than its slots: relevance fills the rest
+        ranked = sorted(chosen.values(), key=lambda h: -h.score)[:k]
+        return [RetrievedHit(h.id, h.score, dict(h.payload)) for h in ranked]
 
 
 def attach_opinions(conn: duckdb.DuckDBPyConnection, domain: str, kb: str, hits: Sequence[RetrievedHit]) -> None:

@@ -1,15 +1,15 @@
 -- Demographic coverage per author attribute at k = 20, hybrid: over all hits and among entity-matched hits.
 WITH coverage AS (
     SELECT
-        domain, kb, metric, value,
+        domain, variant, metric, value,
         CASE WHEN metric LIKE 'coverage_matched_%' THEN 'matched' ELSE 'overall' END AS scope,
         regexp_replace(metric, '^coverage_(matched_)?', '') AS attribute
     FROM {{ ref('stg_question_metrics') }}
-    WHERE domain = {{ domain }} AND mode = 'hybrid' AND k = 20 AND metric LIKE 'coverage_%'
+    WHERE domain = {{ domain }} AND mode IN ('hybrid', 'balanced') AND k = 20 AND metric LIKE 'coverage_%'
 )
 SELECT
-    domain, kb, attribute,
+    domain, variant, attribute,
     avg(value) FILTER (scope = 'overall') AS overall,
     avg(value) FILTER (scope = 'matched') AS matched
 FROM coverage
-GROUP BY domain, kb, attribute
+GROUP BY domain, variant, attribute

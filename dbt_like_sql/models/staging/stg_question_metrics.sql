@@ -1,8 +1,11 @@
--- Per-question metric values with what the marts group by: question type, entity and its tier-1 category.
+-- Per-question metric values with what the marts group by: question type, entity and its tier-1 category, and
+-- the retrieval variant (the KB, or `enriched_balanced` for opinion-balanced retrieval on the enriched KB).
 SELECT
     m.domain, m.question_id, q.question_type, q.entity_id, e.entity_name,
     coalesce(e.tier1_name, e.entity_name) AS entity_category,
-    m.kb, m.mode, m.k, m.metric, m.value
+    m.kb, m.mode,
+    CASE WHEN m.mode = 'balanced' THEN m.kb || '_balanced' ELSE m.kb END AS variant,
+    m.k, m.metric, m.value
 FROM {{ source('question_metrics') }} AS m
 JOIN {{ source('evaluation_questions') }} AS q ON q.domain = m.domain AND q.question_id = m.question_id
 JOIN {{ source('evaluation_entities') }} AS e ON e.domain = q.domain AND e.entity_id = q.entity_id

@@ -155,7 +155,14 @@ def run_command(domains: tuple[str, ...], selection: str) -> None:
 @click.argument("text")
 @click.option("--domain", required=True, help="Domain to search.")
 @click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=500), help="Hits to return.")
-@click.option("--mode", type=click.Choice(["semantic", "hybrid"]), default="hybrid", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["semantic", "hybrid", "balanced"]),
+    default="hybrid",
+    show_default=True,
+    help="balanced: hybrid relevance with slots in proportion to the corpus's opinions on the entities the "
+    "question names (enriched KB only).",
+)
 @click.option(
     "--kb",
     type=click.Choice(["enriched", "entity_split", "raw"]),
@@ -188,9 +195,64 @@ def query_command(text: str, domain: str, k: int, mode: str, kb: str, entity: st
         )
     except CollectionNotFoundError as error:
         raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from error
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
     finally:
         store.close()
     click.echo(output)
+
+
+@main.command("report")
+@click.option("--domain", "domains", multiple=True, help="Domain to report on (repeatable; default: every domain).")
+@click.option(
+    "--refresh/--no-refresh",
+    default=False,
+    help="Re-materialize the evaluation first (default: only when it has never run for the domain).",
+)
+def report_command(domains: tuple[str, ...], refresh: bool) -> None:
+    """Write data/reports/<domain>/ (metrics.json, report.md, report.html, PNG plots) and print the summary."""
+    import duckdb
+
+    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, write_report
+    from oprag_pipeline.runner import materialize_domains
+
+    chosen = list(domains) or settings.list_domains()
+    if not chosen:
+        raise click.UsageError(f"no domains under {settings.raw_dir()}: run `oprag generate-demo` or `oprag import`")
+    warehouse = settings.warehouse_path()
+    for domain in chosen:
+        needs_run = refresh or not _evaluated(warehouse, domain)
+        if needs_run:
+            click.echo(f"{domain}: materializing the evaluation (and anything upstream that is missing)", err=True)
+            outcome = next(materialize_domains([domain], selection="*evaluation_report", instance=dagster_instance()))
+            if not outcome.success:
+                raise click.ClickException(f"{domain}: the evaluation run failed (run {outcome.run_id})")
+        with duckdb.connect(str(warehouse)) as conn:
+            try:
+                written = write_report(conn, domain, settings.reports_dir() / domain)
+            except LookupError as error:
+                raise click.ClickException(str(error)) from error
+        click.echo(f"{domain}: report in {written.directory} (report.md, report.html, metrics.json, plots)")
+        click.echo(_text_table(SUMMARY_HEADERS, written.summary_rows))
+        click.echo("")
+
+
+def _evaluated(warehouse: Path, domain: str) -> bool:
+    import duckdb
+
+    if not warehouse.exists():
+        return False
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        tables = {r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if not {"mart_coverage_k20", "metric_significance"} <= tables:
+            return False
+        return bool(conn.execute("SELECT count(*) FROM mart_coverage_k20 WHERE domain = ?", [domain]).fetchone()[0])
+
+
+def _text_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
 @main.command("status")

@@ -9,13 +9,18 @@ fi
 echo "==> materializing every asset of every domain" >&2
 oprag run "$@"
 oprag status
+echo
+echo "==> evaluation reports" >&2
+oprag report
 cat <<MSG
 
 Results
   warehouse:  $(python -c 'from oprag_pipeline import settings; print(settings.warehouse_path())')
   vectors:    data/qdrant/ (collections <domain>.raw_kb, <domain>.entity_split_kb, <domain>.enriched_kb)
+  reports:    data/reports/<domain>/report.html (and report.md, metrics.json, PNG plots)
 Ask a knowledge base, e.g.:
   .venv/bin/oprag query "what do guests think of the breakfast?" --domain hotels -k 10
+  .venv/bin/oprag query "is the wifi any good?" --domain hotels -k 10 --mode balanced
 Open the Dagster UI (asset lineage, runs, the sensor and the nightly schedule):
   DAGSTER_HOME=$DAGSTER_HOME .venv/bin/dagster dev -w workspace.yaml
 MSG

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from oprag_pipeline.index.retrieval import RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.index.retrieval import BALANCED, OpinionProfile, RetrievedHit, Retriever, attach_opinions
 
 SENTIMENTS = ("positive", "neutral", "negative")
 BAR_WIDTH = 30
@@ -35,9 +35,9 @@ def run_query(
     kb: str,
     entity: str | None = None,
 ) -> str:
-    retriever = Retriever(store, embedder)
-    hits = retriever.search(domain, query, k=k, mode=mode, kb=kb)
     with duckdb.connect(str(warehouse), read_only=True) as conn:
+        profiles = {domain: OpinionProfile.load(conn, domain)} if mode == BALANCED else None
+        hits = Retriever(store, embedder, profiles=profiles).search(domain, query, k=k, mode=mode, kb=kb)
         attach_opinions(conn, domain, kb, hits)
         focus = entity or _main_entity(hits)
         corpus = (

@@ -1,0 +1,109 @@
+"""Evaluation benchmark: the whole evaluation grid on an already indexed domain, with the time of every stage.
+
+What runs: `oprag run --select 'group:evaluation'` for the domain, in a fresh process on the data directory's own
+Dagster instance — evaluation entities, questions (10 entities × 5 types × 2 wordings = 100 questions by
+default), the retrieval grid (every question × {raw, entity_split, enriched} × {semantic, hybrid} plus balanced on
+the enriched KB × k ∈ {10, 20, 40, 60}), gold labels, per-question metrics, the SQL marts with their data tests,
+the paired tests and the report. Step durations are read back from what Dagster recorded.
+
+Target (issue 5): 100 questions on the full TripAdvisor hotel corpus (229k reviews) in ≤ 5 minutes. The domain
+must have been enriched and indexed first (`oprag import tripadvisor … && oprag run`); the corpus size the figure
+belongs to is printed with it.
+
+    .venv/bin/python benchmarks/bench_evaluate.py --data-dir DATA_DIR --domain DOMAIN
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_enrich import ROOT, known_run_ids, oprag, recorded_runs
+
+TARGET_SECONDS = 300.0
+STAGES = (
+    "evaluation_entities",
+    "evaluation_questions",
+    "retrieval_runs",
+    "gold_opinions",
+    "stg_hit_opinions",
+    "question_metrics",
+    "stg_question_metrics",
+    "mart_kb_summary",
+    "mart_coverage_k20",
+    "mart_w1_by_category",
+    "mart_depth_curve",
+    "mart_mode_comparison",
+    "mart_question_type",
+    "mart_fairness",
+    "mart_extraction_vs_gold",
+    "metric_significance",
+    "evaluation_report",
+)
+
+
+def corpus_size(data_dir: Path, domain: str) -> dict[str, int]:
+    import duckdb
+
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        count = lambda sql: conn.execute(sql, [domain]).fetchone()[0]  # noqa: E731
+        return {
+            "documents": count("SELECT count(*) FROM raw_documents WHERE domain = ?"),
+            "opinions": count("SELECT count(*) FROM opinions WHERE domain = ?"),
+            "raw chunks": count("SELECT count(*) FROM raw_chunks WHERE domain = ?"),
+            "entity documents": count("SELECT count(*) FROM enriched_entity_docs WHERE domain = ?"),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=ROOT / "data")
+    parser.add_argument("--domain", required=True)
+    args = parser.parse_args()
+    data_dir = args.data_dir.resolve()
+    if not (data_dir / "warehouse.duckdb").exists():
+        sys.exit(f"no warehouse in {data_dir}: enrich and index the domain first (oprag --data-dir … run)")
+    size = corpus_size(data_dir, args.domain)
+    if not size["entity documents"]:
+        sys.exit(f"{args.domain}: nothing is enriched and indexed in {data_dir}; run the pipeline first")
+    env = {k: v for k, v in os.environ.items() if k not in {"OPRAG_DATA_DIR", "OPRAG_WAREHOUSE"}}
+    env.update({"DAGSTER_HOME": str(data_dir / "dagster_home"), "TQDM_DISABLE": "1"})
+    log = data_dir / "bench_evaluate.log"
+    before = known_run_ids(data_dir)
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
+    oprag(data_dir, ["run", "--domain", args.domain, "--select", "group:evaluation"], env, log)
+    wall = time.perf_counter() - started
+    runs = [r for r in recorded_runs(data_dir, before) if r.domain == args.domain]
+    if not runs or not runs[0].success:
+        sys.exit(f"the evaluation run failed; see {log}")
+    run = runs[0]
+    grid = run.metadata.get("retrieval_runs", {})
+    print(f"domain {args.domain} in {data_dir}")
+    print("corpus: " + ", ".join(f"{v:,} {k}" for k, v in size.items()))
+    print(
+        f"questions {grid.get('questions')}, queries {grid.get('queries'):,}, hits {grid.get('hits'):,}, "
+        f"{grid.get('queries_per_second')} queries/s in the grid step"
+    )
+    print(f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (2 cores)")
+    print()
+    print(f"{'stage':<26} {'seconds':>9}")
+    total = 0.0
+    for stage in STAGES:
+        seconds = sum(v for k, v in run.steps.items() if k == stage or k.startswith(f"{stage}."))
+        total += seconds
+        print(f"{stage:<26} {seconds:>9.2f}")
+    print(f"{'all steps':<26} {total:>9.2f}")
+    print(f"{'Dagster run (start→end)':<26} {run.seconds:>9.2f}")
+    print(f"{'process incl. start-up':<26} {wall:>9.2f}")
+    verdict = "met" if run.seconds <= TARGET_SECONDS else "NOT met"
+    print(f"\ntarget ≤ {TARGET_SECONDS:.0f} s for 100 questions: {verdict} on {size['documents']:,} documents")
+
+
+if __name__ == "__main__":
+    main()

@@ -162,6 +162,32 @@ def model_answer(system: str, document_text: str) -> dict[str, Any]:
     return {"opinions": opinions}
 
 
+def question_answer(message: str) -> dict[str, Any]:
+    """What a model would answer to the evaluation's question-generation prompt: two questions of every kind that
+    name the entity, plus one that does not (a careless model; the pipeline must drop it)."""
+    match = re.search(r"<entity>(.*?)</entity>", message, re.S)
+    entity = json.loads(match.group(1)) if match else {"name": "it"}
+    name, partner = entity["name"], entity.get("partner") or "what people expected"
+    wordings = {
+        "experience": (f"What happened to people who tried the {name}?", f"How did the {name} work out for guests?"),
+        "impact": (f"Did the {name} change anyone's plans?", f"What does the {name} cost people in time?"),
+        "emotional": (f"Does the {name} make people angry?", f"Who is happy with the {name}, and why?"),
+        "comparison": (f"Is the {name} better than {partner}?", f"Do people rank the {name} above {partner}?"),
+        "suggestion": (f"How should the {name} be fixed?", f"What would improve the {name} first?"),
+    }
+    questions = [{"question_type": t, "text": text} for t, pair in wordings.items() for text in pair]
+    questions.insert(1, {"question_type": "experience", "text": "What is the weather like in town?"})
+    return {"questions": questions}
+
+
+def requested_tool(api: str, body: dict[str, Any]) -> str:
+    if api == "anthropic":
+        choice = body.get("tool_choice") or {}
+        return choice.get("name") or (body.get("tools") or [{}])[0].get("name", "")
+    tools = body.get("tools") or []
+    return tools[0]["function"]["name"] if tools else ""
+
+
 class FakeLLMServer:
     """`with FakeLLMServer() as server:`, then point clients at `server.anthropic_base_url` / `openai_base_url`.
 
@@ -355,10 +381,15 @@ class FakeLLMServer:
             time.sleep(self.latency)
 
         _, document_text = parse_document(record.document_message)
-        answer = model_answer(record.system, document_text)
-        if fault is not None and fault.kind == "extra":
+        if requested_tool(api, body) == "QuestionDrafts":
+            answer = question_answer(record.document_message)
+        else:
+            answer = model_answer(record.system, document_text)
+        if fault is not None and fault.kind == "extra" and "opinions" in answer:
             answer["opinions"].extend(dict(o) for o in fault.opinions)
-        if fault is not None and fault.kind == "schema_invalid":
+        if fault is not None and fault.kind == "schema_invalid" and "questions" in answer:
+            answer["questions"] = [{"question_type": "rumour", "text": "not a kind of question we asked for"}]
+        elif fault is not None and fault.kind == "schema_invalid":
             first = (
                 answer["opinions"][0]
                 if answer["opinions"]

@@ -681,7 +681,9 @@ class _LLMExtractor:
     def _answer_instruction(self) -> str:
         return TOOL_ANSWER
 
-    def _create(self, system: str, user: str, hooks: Any, retrying: Any) -> OpinionExtraction:
+    def _create(
+        self, system: str, user: str, hooks: Any, retrying: Any, response_model: type[BaseModel] = OpinionExtraction
+    ) -> Any:
         raise NotImplementedError
 
     @staticmethod
@@ -745,33 +747,10 @@ class _LLMExtractor:
             return outcome
         user = render_user_prompt(document, self.max_document_chars)
         usage = _Usage()
-        diagnosis = Diagnosis("fail", "not attempted")
-        for attempt in range(1, self.max_attempts + 1):
-            if abort.is_set():  # an earlier 401/403/404 means this request would fail the same way
-                diagnosis = Diagnosis("fail", f"not attempted: {abort_reason[0] if abort_reason else 'batch aborted'}")
-                break
-            self._wait_for_pause()
-            try:
-                answer = self._create(system, user, self._hooks(usage), self._validation_retrying())
-            except Exception as exc:
-                diagnosis = diagnose(exc, timeout=self.timeout, max_tokens=self.max_tokens)
-                if diagnosis.action == "abort":
-                    abort_reason.append(redact(diagnosis.reason))
-                    abort.set()
-                    break
-                if diagnosis.action == "fail" or attempt == self.max_attempts:
-                    break
-                delay = self._retry_delay(attempt, diagnosis.retry_after)
-                logger.warning(
-                    "document %s: attempt %d/%d failed (%s); retrying in %.2fs",
-                    document.doc_id,
-                    attempt,
-                    self.max_attempts,
-                    redact(diagnosis.reason)[:200],
-                    delay,
-                )
-                self._sleep(delay)
-                continue
+        answer, diagnosis = self._call(
+            f"document {document.doc_id}", system, user, OpinionExtraction, usage, abort, abort_reason
+        )
+        if answer is not None:
             outcome.opinions = to_opinions(answer, document, index)
             outcome.input_tokens, outcome.output_tokens = usage.input_tokens, usage.output_tokens
             ungrounded = [o.entity_name for o in outcome.opinions if not o.grounded]
@@ -788,6 +767,57 @@ class _LLMExtractor:
         outcome.input_tokens, outcome.output_tokens = usage.input_tokens, usage.output_tokens
         logger.warning("document %s left pending: %s", document.doc_id, outcome.failure_reason)
         return outcome
+
+    def _call(
+        self,
+        label: str,
+        system: str,
+        user: str,
+        response_model: type[BaseModel],
+        usage: _Usage,
+        abort: threading.Event | None = None,
+        abort_reason: list[str] | None = None,
+    ) -> tuple[Any | None, Diagnosis]:
+        """One structured answer with the retry policy (backoff, retry-after, abort on auth errors); the answer is
+        None when every attempt failed, and the diagnosis says why."""
+        abort_reason = abort_reason if abort_reason is not None else []
+        diagnosis = Diagnosis("fail", "not attempted")
+        for attempt in range(1, self.max_attempts + 1):
+            if abort is not None and abort.is_set():  # an earlier 401/403/404 means this request would fail too
+                return None, Diagnosis("fail", f"not attempted: {abort_reason[0] if abort_reason else 'aborted'}")
+            self._wait_for_pause()
+            try:
+                answer = self._create(system, user, self._hooks(usage), self._validation_retrying(), response_model)
+                return answer, diagnosis
+            except Exception as exc:
+                diagnosis = diagnose(exc, timeout=self.timeout, max_tokens=self.max_tokens)
+                if diagnosis.action == "abort":
+                    abort_reason.append(redact(diagnosis.reason))
+                    if abort is not None:
+                        abort.set()
+                    break
+                if diagnosis.action == "fail" or attempt == self.max_attempts:
+                    break
+                delay = self._retry_delay(attempt, diagnosis.retry_after)
+                logger.warning(
+                    "%s: attempt %d/%d failed (%s); retrying in %.2fs",
+                    label,
+                    attempt,
+                    self.max_attempts,
+                    redact(diagnosis.reason)[:200],
+                    delay,
+                )
+                self._sleep(delay)
+        return None, diagnosis
+
+    def ask(self, system: str, user: str, response_model: type[BaseModel]) -> tuple[Any, int, int]:
+        """A structured answer to any prompt through the same client and retry policy as extraction (used by the
+        evaluation's LLM question generation): (answer, input tokens, output tokens); RuntimeError on failure."""
+        usage = _Usage()
+        answer, diagnosis = self._call(response_model.__name__, system, user, response_model, usage)
+        if answer is None:
+            raise RuntimeError(redact(diagnosis.reason)[:MAX_REASON_CHARS])
+        return answer, usage.input_tokens, usage.output_tokens
 
     # -- retry plumbing ------------------------------------------------------------------------------------------
 
@@ -917,7 +947,9 @@ class AnthropicExtractor(_LLMExtractor):
         client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
         self._instructor = instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)
 
-    def _create(self, system: str, user: str, hooks: Any, retrying: Any) -> OpinionExtraction:
+    def _create(
+        self, system: str, user: str, hooks: Any, retrying: Any, response_model: type[BaseModel] = OpinionExtraction
+    ) -> Any:
         system_blocks: list[dict[str, Any]] = [{"type": "text", "text": system}]
         if self.prompt_cache:  # the registry prompt is identical for every document of a run
             system_blocks[0]["cache_control"] = {"type": "ephemeral"}
@@ -925,7 +957,7 @@ class AnthropicExtractor(_LLMExtractor):
         if not self.forced_tool:
             kwargs["tool_choice"] = {"type": "auto"}
         return self._instructor.create(
-            response_model=OpinionExtraction,
+            response_model=response_model,
             messages=[{"role": "user", "content": user}],
             max_retries=retrying,
             hooks=hooks,
@@ -1037,12 +1069,14 @@ class OpenAICompatibleExtractor(_LLMExtractor):
     def _answer_instruction(self) -> str:
         return TOOL_ANSWER if self.mode == "tools" else JSON_ANSWER
 
-    def _create(self, system: str, user: str, hooks: Any, retrying: Any) -> OpinionExtraction:
+    def _create(
+        self, system: str, user: str, hooks: Any, retrying: Any, response_model: type[BaseModel] = OpinionExtraction
+    ) -> Any:
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         return self._instructor.create(
-            response_model=OpinionExtraction,
+            response_model=response_model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             max_retries=retrying,
             hooks=hooks,

@@ -14,6 +14,7 @@ from pydantic import Field
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import RegistryEntry, map_gold
 from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells, run_grid
+from oprag_pipeline.evaluate.llm_questions import generate_with_llm
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion
 from oprag_pipeline.evaluate.questions import QuestionEntity, generate_all
 from oprag_pipeline.evaluate.scoring import score_grid
@@ -23,7 +24,7 @@ from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
 from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
-from oprag_pipeline.resources import DataDirResource, EmbedderResource
+from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
 
 GROUP = "evaluation"
 
@@ -175,6 +176,11 @@ def evaluation_entities(
 
 class EvaluationQuestionsConfig(Config):
     per_type: int = Field(default=2, description="Questions per entity and question type, each worded differently.")
+    generator: str = Field(
+        default="offline",
+        description="offline (varied templates, deterministic) or llm (the extractor's LLM client writes the "
+        "wording; needs OPRAG_EXTRACTOR=anthropic or openai-compatible; same ids and types).",
+    )
 
 
 @asset(
@@ -186,7 +192,10 @@ class EvaluationQuestionsConfig(Config):
     "generated offline from varied templates and the entity's aliases; stable ids, deterministic.",
 )
 def evaluation_questions(
-    context: AssetExecutionContext, config: EvaluationQuestionsConfig, warehouse: DuckDBResource
+    context: AssetExecutionContext,
+    config: EvaluationQuestionsConfig,
+    warehouse: DuckDBResource,
+    extractor: ExtractorResource,
 ) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
@@ -199,7 +208,33 @@ def evaluation_questions(
                 [domain],
             ).fetchall()
         ]
-        questions = generate_all(domain, entities, per_type=config.per_type)
+        llm_metadata: dict[str, object] = {}
+        if config.generator == "offline":
+            questions, generator = generate_all(domain, entities, per_type=config.per_type), "offline-templates"
+        elif config.generator == "llm":
+            client = extractor.build()
+            if not hasattr(client, "ask"):
+                raise ValueError(
+                    f"generator 'llm' needs an LLM extractor (OPRAG_EXTRACTOR=anthropic or openai-compatible), "
+                    f"not {client.name!r}"
+                )
+            questions, report = generate_with_llm(client, domain, entities, per_type=config.per_type)
+            generator = f"llm:{client.model}"
+            llm_metadata = {
+                "from_llm": report.from_llm,
+                "completed_from_templates": report.completed_from_templates,
+                "entities_failed": report.failed_entities,
+                "input_tokens": report.input_tokens,
+                "output_tokens": report.output_tokens,
+                "estimated_cost_usd": round(client.estimated_cost_usd(report.input_tokens, report.output_tokens), 4),
+            }
+            if report.failed_entities:
+                context.log.warning(
+                    f"{domain}: the LLM failed for {report.failed_entities} entities; their questions come from "
+                    "the offline templates"
+                )
+        else:
+            raise ValueError(f"unknown question generator {config.generator!r}: use offline or llm")
         rows = [
             [
                 domain,
@@ -210,7 +245,7 @@ def evaluation_questions(
                 q.template_id,
                 q.entity_phrase,
                 q.text,
-                "offline-templates",
+                generator,
             ]
             for q in questions
         ]
@@ -221,7 +256,9 @@ def evaluation_questions(
             "questions": len(questions),
             "entities": len(entities),
             "distinct_templates": len({q.template_id for q in questions}),
+            "generator": generator,
             "sample": MetadataValue.md(sample or "(none)"),
+            **llm_metadata,
         }
     )
 

@@ -141,9 +141,11 @@ def test_questions_are_stable_across_runs(evaluated) -> None:
     assert query(data_dir, "SELECT question_id, text FROM evaluation_questions ORDER BY 1") == before
 
 
-def test_report_command_prints_the_path_and_summary(evaluated) -> None:
-    data_dir, _, _ = evaluated
+def test_report_command_prints_the_path_and_summary(evaluated, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir, instance, _ = evaluated
+    monkeypatch.setenv("DAGSTER_HOME", str(instance.root_directory))  # the instance the chain ran in
     result = CliRunner().invoke(main, ["--data-dir", str(data_dir), "report", "--domain", DOMAIN])
+    assert "materializing" not in result.output  # the report already exists in Dagster: it is only rendered
     assert result.exit_code == 0, result.output
     assert str(data_dir / "reports" / DOMAIN) in result.output
     assert "W1 to gold distribution" in result.output and "enriched, balanced" in result.output

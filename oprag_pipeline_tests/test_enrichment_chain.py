@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = 800  # in total, half per domain
 
 
-# the chain up to the per-entity documents; indexing is covered by test_index.py
-ENRICHMENT = AssetSelection.all() - AssetSelection.groups("index")
+# the chain up to the per-entity documents; indexing and evaluation are covered by their own tests
+ENRICHMENT = AssetSelection.all() - AssetSelection.groups("index", "evaluation")
 
 
 def run_chain(data_dir: Path, instance: DagsterInstance, domain: str, selection=ENRICHMENT):

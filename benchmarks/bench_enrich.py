@@ -47,6 +47,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from oprag_pipeline.evaluate.gold import ASPECT_TERMS, phrase_keys  # noqa: E402
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 TRIPADVISOR_TEXTS = SHARED / "tripadvisor_hotels" / "Texts"
 ASPECT_MODEL_DIR = ROOT / "oprag_pipeline" / "enrich" / "model"
@@ -58,38 +61,8 @@ SELECTION = "*opinions"
 HOLDBACK_SHARE = 0.05
 HOLDBACK_FILE = "tripadvisor-added-reviews.jsonl"
 
-# TripAdvisor's rated aspects -> registry entity names (candidate keys: lower case, plurals folded) that honestly
-# name that aspect. An entity is mapped by its *name* only: aliases are clustered by embedding, and e.g. the entity
-# "hotel" carries the alias "hotel room", which would drag every opinion about the hotel into "rooms".
-# - rooms: the room itself. Bed, bathroom, view, noise are separate entities; the Rooms rating covers them in
-#   part, but they are not the room and would be a guess.
-# - cleanliness: "clean"/"dirty" are adjectives, never registry entities (the candidate miner strips them as
-#   modifiers); only nouns that name cleaning itself qualify.
-# - service: staff as a whole and named service roles; the front desk belongs to check-in, which TripAdvisor rates
-#   separately.
-# - location: the location and the area around the hotel.
-# - value: what the stay cost and whether it was worth it.
-# - checkin: check-in and the front desk / reception that runs it.
-ASPECT_TERMS: dict[str, tuple[str, ...]] = {
-    "rooms": ("room", "rooms", "hotel room", "guest room", "bedroom", "suite"),
-    "cleanliness": ("cleanliness", "housekeeping", "housekeeping staff", "maid", "maid service", "housekeeper"),
-    "service": ("service", "staff", "hotel staff", "customer service", "employee", "personnel", "concierge"),
-    "location": ("location", "neighborhood", "neighbourhood", "surroundings", "area"),
-    "value": ("value", "value for money", "price", "rate", "room rate", "cost", "deal", "bargain"),
-    "checkin": (
-        "check-in",
-        "check in",
-        "checkin",
-        "check-in process",
-        "front desk",
-        "desk",
-        "reception",
-        "reception desk",
-        "receptionist",
-        "front desk staff",
-        "registration",
-    ),
-}
+# TripAdvisor's rated aspects -> registry entity names: the mapping the evaluation's gold labels use too
+# (`oprag_pipeline.evaluate.gold.ASPECT_TERMS`, whose comments say why each term is or is not there).
 ASPECTS = tuple(ASPECT_TERMS)
 
 TARGETS = {
@@ -391,21 +364,6 @@ def run_tripadvisor(column: Column, subset: Path, env: dict[str, str]) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _truth_keys(alias: str) -> set[str]:
-    """Candidate keys of a truth alias: without its determiner, and also without leading modifiers ("the new
-    fulfilment fee" -> "fulfilment fee"), the way the candidate miner normalises what it finds."""
-    from oprag_pipeline.registry.candidates import DETERMINERS, MODIFIERS, candidate_key
-
-    words = alias.lower().split()
-    if words and words[0] in DETERMINERS:
-        words = words[1:]
-    keys = {candidate_key(" ".join(words))}
-    while len(words) > 1 and words[0] in MODIFIERS:
-        words = words[1:]
-        keys.add(candidate_key(" ".join(words)))
-    return keys - {""}
-
-
 def demo_scores(data_dir: Path, domain: str) -> dict[str, Any]:
     """Align each truth mention to an extracted opinion of the same document whose registry entity shares an alias
     with the truth entity (the one overlapping the mention's span most), then score what was extracted."""
@@ -416,7 +374,7 @@ def demo_scores(data_dir: Path, domain: str) -> dict[str, Any]:
     truth_dir = data_dir / "truth" / domain
     truth_entities = json.loads((truth_dir / "entities.json").read_text(encoding="utf-8"))["entities"]
     wanted_by_entity = {
-        e["entity_id"]: set().union(*(_truth_keys(a) for a in [e["entity_name"], *e["aliases"]]))
+        e["entity_id"]: set().union(*(phrase_keys(a) for a in [e["entity_name"], *e["aliases"]]))
         for e in truth_entities
     }
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:

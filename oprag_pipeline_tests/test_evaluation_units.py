@@ -21,19 +21,20 @@ def stats(entity_id: str, name: str, tier1: str, tier2: str, mentions: int, entr
     return EntityStats(entity_id, name, tier1, tier2, mentions, entropy)
 
 
-def test_entities_need_dispute_and_mentions_and_come_most_disputed_first() -> None:
+def test_entities_need_dispute_and_mentions_and_come_most_mentioned_first() -> None:
     candidates = [
         stats("e1", "breakfast", "food", "meals", 50, 0.9),
         stats("e2", "pool", "facilities", "leisure", 50, 0.3),  # unanimous: no dispute to represent
         stats("e3", "wifi", "amenities", "connectivity", 5, 1.4),  # disputed but too rare
         stats("e4", "dinner", "food", "meals", 80, 1.2),
         stats("e5", "bar", "food", "drinks", 30, 0.9),
+        stats("e6", "lounge", "food", "drinks", 30, 1.0),  # same mentions as the bar, more disputed: first
     ]
     chosen = choose_evaluation_entities(candidates, min_entropy=0.6, min_mentions=20, max_entities=10)
-    assert [e.entity_id for e in chosen] == ["e4", "e1", "e5"]  # entropy desc, then mentions desc
+    assert [e.entity_id for e in chosen] == ["e4", "e1", "e6", "e5"]  # the most mentioned of the disputed first
     # comparison partners: same tier 2 first, else same tier 1, never itself
     partners = {e.entity_id: e.comparison_id for e in chosen}
-    assert partners == {"e4": "e1", "e1": "e4", "e5": "e4"}
+    assert partners == {"e4": "e1", "e1": "e4", "e6": "e5", "e5": "e6"}
     assert len(choose_evaluation_entities(candidates, min_entropy=0.6, min_mentions=20, max_entities=2)) == 2
 
 

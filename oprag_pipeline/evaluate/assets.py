@@ -117,8 +117,8 @@ class EvaluationEntitiesConfig(Config):
     group_name=GROUP,
     kinds={"duckdb"},
     deps=["entity_opinion_stats", "entity_registry"],
-    description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions), each with a comparison "
-    "partner from the same branch of the taxonomy.",
+    description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions; the most mentioned first), "
+    "each with a comparison partner from the same branch of the taxonomy.",
 )
 def evaluation_entities(
     context: AssetExecutionContext, config: EvaluationEntitiesConfig, warehouse: DuckDBResource

@@ -36,7 +36,11 @@ class EvaluationEntity:
 def choose_evaluation_entities(
     stats: Sequence[EntityStats], *, min_entropy: float, min_mentions: int, max_entities: int
 ) -> list[EvaluationEntity]:
-    """Disputed, well-attested entities, most disputed first (ties: more mentions, then id — deterministic).
+    """Disputed entities, the most talked-about first (ties: higher entropy, then id — deterministic).
+
+    Among entities over the entropy threshold, ranking by mentions rather than by entropy matters on real text:
+    the very highest entropies belong to vague nouns ("work", "matter", "idea") whose extracted sentiment is close
+    to noise, while the entities people discuss most (the room, the staff, the fee) are what users ask about.
 
     The comparison partner is chosen among all entities with enough mentions, not only the disputed ones: "how does
     the breakfast compare with the restaurant" is a fair question even when everyone likes the restaurant.
@@ -44,7 +48,7 @@ def choose_evaluation_entities(
     eligible = [s for s in stats if s.mentions >= min_mentions]
     chosen = sorted(
         (s for s in eligible if s.entropy_bits >= min_entropy),
-        key=lambda s: (-round(s.entropy_bits, 9), -s.mentions, s.entity_id),
+        key=lambda s: (-s.mentions, -round(s.entropy_bits, 9), s.entity_id),
     )[:max_entities]
     by_mentions = sorted(eligible, key=lambda s: (-s.mentions, s.entity_id))
     result = []

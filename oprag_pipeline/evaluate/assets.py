@@ -160,16 +160,15 @@ def evaluation_entities(
             f"{domain}: no entity has H(e) ≥ {config.min_entropy} and ≥ {config.min_mentions} mentions "
             f"({len(stats)} entities); the evaluation will be empty"
         )
-    table = "\n".join(
-        f"| {e.entity_name} | {e.mentions} | {e.entropy_bits:.2f} | {e.comparison_name} |" for e in chosen
+    table = report_writer.markdown_table(
+        ["entity", "mentions", "H(e) bits", "compared with"],
+        [[e.entity_name, e.mentions, round(e.entropy_bits, 2), e.comparison_name] for e in chosen],
     )
     return MaterializeResult(
         metadata={
             "entities": len(chosen),
             "candidates": len(stats),
-            "entity_table": MetadataValue.md(
-                "| entity | mentions | H(e) | compared with |\n|---|---|---|---|\n" + table
-            ),
+            "entity_table": MetadataValue.md(table),
         }
     )
 
@@ -477,18 +476,10 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
                 )  # fmt: skip
         _replace_rows(conn, "metric_significance", domain, rows, 17)
     headline = [r for r in rows if r[1] == r[2] == "hybrid" and r[3] == 20 and r[5] == "enriched" and r[6] == "raw"]
-    table = "\n".join(
-        f"| {r[4]} | {r[9]:.3f} | {r[8]:.3f} | {r[11]} | {r[16] if r[16] is None else f'{r[16]:.2g}'} |"
-        for r in headline
+    table = report_writer.markdown_table(
+        ["metric", "raw", "enriched", "change", "p"], [[r[4], r[9], r[8], r[11], r[16]] for r in headline]
     )
-    return MaterializeResult(
-        metadata={
-            "tests": len(rows),
-            "enriched_vs_raw_k20_hybrid": MetadataValue.md(
-                "| metric | raw | enriched | change | p |\n|---|---|---|---|---|\n" + table
-            ),
-        }
-    )
+    return MaterializeResult(metadata={"tests": len(rows), "enriched_vs_raw_k20_hybrid": MetadataValue.md(table)})
 
 
 @asset(

@@ -377,6 +377,18 @@ def _pivot(rows: Sequence[dict[str, Any]], keys: Sequence[str], value: str, key:
     return [[str(v) for v in group] + [_fmt(cells.get(v)) for v in VARIANTS] for group, cells in grouped.items()]
 
 
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table (floats to 4 significant digits, pipes escaped): the report's and the assets' metadata."""
+
+    def cell(value: Any) -> str:
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        return text.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def _markdown(domain: str, sections: Sequence[Section]) -> str:
     lines = [f"# Opinion-fidelity report: {domain}", ""]
     for s in sections:
@@ -384,10 +396,7 @@ def _markdown(domain: str, sections: Sequence[Section]) -> str:
         if s.text:
             lines += [s.text, ""]
         if s.headers and s.rows:
-            lines.append("| " + " | ".join(s.headers) + " |")
-            lines.append("|" + "---|" * len(s.headers))
-            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in s.rows]
-            lines.append("")
+            lines += [markdown_table(s.headers, s.rows), ""]
         if s.image:
             lines += [f"![{s.title}]({s.image.name})", ""]
     return "\n".join(lines)

@@ -33,6 +33,7 @@ from dagster import (
     AssetKey,
     AssetSpec,
     MaterializeResult,
+    MetadataValue,
     PreviewWarning,
     TemplatedSqlComponent,
 )
@@ -40,6 +41,7 @@ from dagster.components.resolved.core_models import OpSpec
 from jinja2 import Environment, StrictUndefined
 from pydantic import Field
 
+from oprag_pipeline.evaluate.report import markdown_table
 from oprag_pipeline.partitions import domain_partitions
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -225,7 +227,7 @@ class DuckDBSqlModel(TemplatedSqlComponent):
             preview = conn.execute(f"SELECT * FROM {self.model_name} WHERE domain = ? LIMIT 20", [domain]).fetchall()
             context.log.info(f"{self.model_name}[{domain}]: {rows:,} rows")
             yield MaterializeResult(
-                asset_key=key, metadata={"rows": rows, "preview": _markdown_table(columns, preview)}
+                asset_key=key, metadata={"rows": rows, "preview": MetadataValue.md(markdown_table(columns, preview))}
             )
             for test in self.data_tests:
                 failing = conn.execute(_render(test.sql, domain)).fetchone()[0] or 0
@@ -237,18 +239,6 @@ class DuckDBSqlModel(TemplatedSqlComponent):
                     metadata={"failing_rows": int(failing)},
                     description=test.description,
                 )
-
-
-def _markdown_table(columns: list[str], rows: list[tuple]) -> Any:
-    from dagster import MetadataValue
-
-    def cell(value: Any) -> str:
-        text = f"{value:.4g}" if isinstance(value, float) else str(value)
-        return text.replace("|", "\\|")
-
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return MetadataValue.md("\n".join(lines))
 
 
 def build_sql_assets(root: Path, warehouse: Any, *, group_name: str = "evaluation") -> list[Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,8 +272,3 @@ def build_sql_assets(root: Path, warehouse: Any, *, group_name: str = "evaluatio
         # The component reads its template itself, so no component tree (defs folder) is needed to build it.
         assets.append(component.build_underlying_assets_def(component_load_context=None))  # type: ignore[arg-type]
     return assets
-
-
-def model_names(root: Path) -> Mapping[str, str]:
-    """Model name -> layer, for the report and the CLI."""
-    return {m.name: m.layer for m in load_models(root)}

@@ -267,8 +267,8 @@ def evaluation_questions(
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
     deps=["evaluation_questions", "raw_kb", "entity_split_kb", "enriched_kb"],
-    description="Every question × knowledge base (raw, entity_split, enriched) × mode (semantic, hybrid) × k "
-    "(10, 20, 40, 60), one real query each; one row per hit.",
+    description="Every question × knowledge base (raw, entity_split, enriched) × mode (semantic, hybrid; and "
+    "opinion-balanced on the enriched KB) × k (10, 20, 40, 60), one real query each; one row per hit.",
 )
 def retrieval_runs(
     context: AssetExecutionContext,

@@ -2,7 +2,8 @@
 
 Each k is its own query rather than a prefix of the k = 60 list: in hybrid mode the prefetch depth grows with k,
 so the top 10 of a k = 60 query is not always what a k = 10 query returns, and the evaluation should measure what
-a user asking for k hits gets. Query embeddings are computed once per question and reused for all 24 queries.
+a user asking for k hits gets. Query embeddings are computed once per question and reused for all 28 queries
+(3 KBs × 2 modes, plus balanced on the enriched KB, × 4 depths).
 """
 
 from __future__ import annotations

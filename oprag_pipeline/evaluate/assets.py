@@ -4,13 +4,13 @@ significance tests and the report. The metric tables between them are SQL models
 import json
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import pyarrow as pa
 from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline import settings
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import RegistryEntry, map_gold
 from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells, run_grid
@@ -502,7 +502,7 @@ def evaluation_report(
     context: AssetExecutionContext, warehouse: DuckDBResource, paths: DataDirResource
 ) -> MaterializeResult:
     domain = context.partition_key
-    out_dir = Path(paths.data_dir) / "reports" / domain
+    out_dir = settings.reports_dir(paths.root) / domain
     with warehouse.get_connection() as conn:
         written = report_writer.write_report(conn, domain, out_dir)
     metadata = {

@@ -113,7 +113,15 @@ def _client_local(tmp: Path, persistent: bool) -> VectorStore:
     return ClientVectorStore(QdrantClient(path=str(tmp / "qdrant-local")) if persistent else QdrantClient(":memory:"))
 
 
-ADAPTERS: dict[str, Callable[[Path, bool], VectorStore]] = {"edge": _edge, "client-local": _client_local}
+def _edge_on_disk(tmp: Path, persistent: bool) -> VectorStore:
+    return EdgeVectorStore(tmp / "qdrant", on_disk=True)  # vectors, HNSW and payload memory-mapped
+
+
+ADAPTERS: dict[str, Callable[[Path, bool], VectorStore]] = {
+    "edge": _edge,
+    "edge-on-disk": _edge_on_disk,
+    "client-local": _client_local,
+}
 
 
 @pytest.fixture

@@ -326,10 +326,13 @@ class EdgeVectorStore:
 
     supports_payload_indexes = True
 
-    def __init__(self, root: Path, *, optimize_on_close: bool = True) -> None:
+    def __init__(self, root: Path, *, optimize_on_close: bool = True, on_disk: bool | None = None) -> None:
         import qdrant_edge
 
         self._edge = qdrant_edge
+        # Vectors, HNSW graph and payload memory-mapped from disk instead of held in RAM, for collections near the
+        # memory limit (env OPRAG_QDRANT_ON_DISK=1; applies to collections created afterwards).
+        self.on_disk = on_disk if on_disk is not None else os.environ.get("OPRAG_QDRANT_ON_DISK", "") == "1"
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.optimize_on_close = optimize_on_close
@@ -349,9 +352,16 @@ class EdgeVectorStore:
 
     def _config(self, dense_dim: int) -> qdrant_edge.EdgeConfig:
         e = self._edge
+        if not self.on_disk:
+            return e.EdgeConfig(
+                vectors={DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine)},
+                sparse_vectors={SPARSE_VECTOR: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)},
+            )
         return e.EdgeConfig(
-            vectors={DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine)},
+            vectors={DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine, on_disk=True)},
             sparse_vectors={SPARSE_VECTOR: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)},
+            on_disk_payload=True,
+            hnsw_config=e.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, on_disk=True),
         )
 
     def _open(self, name: str, config: qdrant_edge.EdgeConfig | None = None) -> qdrant_edge.EdgeShard:

@@ -26,25 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_enrich import ROOT, known_run_ids, oprag, recorded_runs
 
 TARGET_SECONDS = 300.0
-STAGES = (
-    "evaluation_entities",
-    "evaluation_questions",
-    "retrieval_runs",
-    "gold_opinions",
-    "stg_hit_opinions",
-    "question_metrics",
-    "stg_question_metrics",
-    "mart_kb_summary",
-    "mart_coverage_k20",
-    "mart_w1_by_category",
-    "mart_depth_curve",
-    "mart_mode_comparison",
-    "mart_question_type",
-    "mart_fairness",
-    "mart_extraction_vs_gold",
-    "metric_significance",
-    "evaluation_report",
-)
+
+
+def evaluation_stages() -> list[str]:
+    """The evaluation group's assets as the definitions list them (read from there, not a copy of them)."""
+    from oprag_pipeline.definitions import ALL_ASSETS
+
+    keys = [k.to_user_string() for a in ALL_ASSETS for k in a.keys if a.group_names_by_key.get(k) == "evaluation"]
+    return keys
 
 
 def corpus_size(data_dir: Path, domain: str) -> dict[str, int]:
@@ -94,7 +83,7 @@ def main() -> None:
     print()
     print(f"{'stage':<26} {'seconds':>9}")
     total = 0.0
-    for stage in STAGES:
+    for stage in evaluation_stages():
         seconds = sum(v for k, v in run.steps.items() if k == stage or k.startswith(f"{stage}."))
         total += seconds
         print(f"{stage:<26} {seconds:>9.2f}")

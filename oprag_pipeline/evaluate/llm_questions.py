@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from oprag_pipeline.evaluate.questions import Question, QuestionEntity, generate_questions, question_id
+from oprag_pipeline.evaluate.questions import Question, QuestionEntity, generate_questions
 
 QuestionTypeName = Literal["experience", "impact", "emotional", "comparison", "suggestion"]
 
@@ -79,12 +79,10 @@ def accept_drafts(
     for (question_type, variant), template_question in fallback.items():
         texts = chosen.get(question_type, [])
         if variant < len(texts):
+            # same id, entity, type and variant as the template question of this slot; only the wording differs
             questions.append(
-                Question(
-                    question_id=question_id(domain, entity.entity_id, question_type, variant),
-                    entity_id=entity.entity_id,
-                    question_type=question_type,
-                    variant=variant,
+                replace(
+                    template_question,
                     template_id=f"llm.{question_type}",
                     entity_phrase=entity.entity_name,
                     text=texts[variant],

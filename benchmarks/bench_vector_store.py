@@ -4,18 +4,28 @@ Why: the pipeline defaults to `EdgeVectorStore` (Qdrant's engine in process) bec
 Python brute-force scan; this measures by how much, on the workload retrieval evaluation runs — hybrid (dense +
 BM25 sparse, RRF-fused) top-k queries filtered by sentiment and entity.
 
-For each size N, each adapter runs in its own subprocess (so peak RSS is its own) on the same generated data:
-N random 384-d unit vectors, 30-term sparse vectors over a Zipf-like vocabulary, and payloads with the fields the
-pipeline indexes (domain, doc_id, entity_id among 500 entities, sentiment, author_* attributes, content_hash, ~300
-characters of text). Measured: upsert points/s, index build (`optimize`: HNSW for Edge, nothing for the client),
-hybrid filtered query latency p50/p95 (sentiment = one value AND entity_id in 5 of 500: ~0.3% of points), unfiltered
-semantic p50, close, reopen, on-disk size, peak RSS (VmHWM; "data" is the RSS before the store was opened, i.e. the
-generated vectors), and the overlap of the two adapters' top-k lists (the client's local mode is exact, so this is
-also Edge's recall on these queries). qdrant-client's local mode runs only up to 100k points, and each adapter stops
-querying once `--max-query-seconds` is spent (the count is printed).
+For each size N, each adapter runs in its own subprocess (so peak RSS is its own) on the same data, streamed in
+batches of 10,000 as the pipeline's index assets stream theirs:
+* generated (default): random 384-d unit vectors, 30-term sparse vectors over a Zipf-like vocabulary, payloads with
+  the fields the pipeline indexes (domain, doc_id, entity_id among 500 entities, sentiment, author_* attributes,
+  content_hash, ~300 characters of text);
+* `--corpus <TripAdvisor Texts folder>`: each review split into up to 3 runs of sentences, one point each (the
+  enriched KB's shape: ~3 entity documents per review, ~700k points for the whole corpus, `--sizes ...,all`), with
+  the real text, the project's BM25 vectors of it and real doc ids, years and review sentiment; entity ids (1 of
+  500) and dense vectors are random — embedding 700k texts takes ~1.5 h on this machine, and a random vector costs
+  the engine the same to store, index and search.
+Measured: upsert points/s (preparing the data is timed apart), index build (the final `optimize`: HNSW for Edge,
+nothing for the client; Edge also indexes while writing, see `_EDGE_OPTIMIZE_EVERY`), hybrid filtered query latency
+p50/p95 (sentiment = one value AND entity_id in 5 of 500: ~0.3% of points; query sources are a uniform sample of
+the points), unfiltered semantic p50, close, reopen, on-disk size, peak RSS (VmHWM, which also counts touched pages
+of memory-mapped files) with the sampled peaks of anonymous and file-backed memory, and the overlap of the two
+adapters' top-k lists (the client's local mode is exact, so this is also Edge's recall on these queries).
+qdrant-client's local mode runs only up to 100k points, and each adapter stops querying once
+`--max-query-seconds` is spent (the count is printed).
 
     .venv/bin/python benchmarks/bench_vector_store.py [--points 10000 | --sizes 10000,100000] [--queries 200]
         [--k 20] [--dim 384] [--dir FOLDER] [--max-query-seconds 300] [--adapters edge,client-local]
+        [--corpus ../shared/data/tripadvisor_hotels/Texts [--sizes 10000,100000,250000,all]]
 
 The folder defaults to a temporary folder (the system temp dir) (`--dir` to choose; it is removed afterwards unless
 `--keep`). The machine may be shared: read the figures as orders of magnitude between adapters.
@@ -26,13 +36,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +64,7 @@ from oprag_pipeline.index.vector_store import (  # noqa: E402
 
 COLLECTION = "bench"
 CLIENT_LOCAL_MAX_POINTS = 100_000
+ALL = 10**9  # "--sizes all": as many points as the corpus gives
 N_ENTITIES = 500
 VOCAB = 50_000
 TERMS_PER_DOC = 30
@@ -67,56 +81,147 @@ WORDS = (
 # --------------------------------------------------------------------------------------------------------------
 
 
-def make_points(n: int, dim: int, seed: int) -> tuple[list[IndexPoint], np.ndarray]:
+GEN_BATCH = 10_000  # points are generated batch by batch from (seed, batch number), as the pipeline streams them
+
+
+def vocabulary(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Term ids (murmur3-like, as BM25 produces) and the Zipf CDF over them, shared by every batch."""
     rng = np.random.default_rng(seed)
-    dense = rng.standard_normal((n, dim), dtype=np.float32)
-    dense /= np.linalg.norm(dense, axis=1, keepdims=True)
-    vocab_ids = rng.choice(2**31 - 1, size=VOCAB, replace=False)  # murmur3-like ids, as BM25 produces
+    vocab_ids = rng.choice(2**31 - 1, size=VOCAB, replace=False)
     cdf = np.cumsum(1.0 / np.arange(1, VOCAB + 1))
-    cdf /= cdf[-1]
-    draws = np.searchsorted(cdf, rng.random((n, TERMS_PER_DOC + 10)))  # Zipf ranks; repeats collapse below
-    entity = rng.integers(0, N_ENTITIES, size=n)
-    sentiment = rng.integers(0, 3, size=n)
-    traveller = rng.integers(0, len(TRAVELLERS), size=n)
-    year = rng.integers(2010, 2021, size=n)
+    return vocab_ids, cdf / cdf[-1]
+
+
+def make_batch(start: int, count: int, dim: int, seed: int) -> list[IndexPoint]:
+    """Points start .. start+count-1 (start a multiple of GEN_BATCH): the same points whatever else is generated,
+    so a worker never holds the whole data set (at 700k points that alone was 2.4 GB of the peak RSS)."""
+    vocab_ids, cdf = vocabulary(seed)
+    rng = np.random.default_rng([seed, start // GEN_BATCH])
+    dense = rng.standard_normal((count, dim), dtype=np.float32)
+    dense /= np.linalg.norm(dense, axis=1, keepdims=True)
+    draws = np.searchsorted(cdf, rng.random((count, TERMS_PER_DOC + 10)))  # Zipf ranks; repeats collapse below
+    entity = rng.integers(0, N_ENTITIES, size=count)
+    sentiment = rng.integers(0, 3, size=count)
+    traveller = rng.integers(0, len(TRAVELLERS), size=count)
+    year = rng.integers(2010, 2021, size=count)
     words = np.array(WORDS)
     points = []
-    for i in range(n):
+    for j in range(count):
+        i = start + j
         text = " ".join(words[rng.integers(0, len(WORDS), size=50)])
         payload = {
             "domain": ("hotels", "forums", "restaurants")[i % 3],
             "doc_id": f"doc-{i // 2}",
-            "entity_id": f"e{entity[i]}",
-            "entity_name": f"entity {entity[i]}",
-            "sentiment": SENTIMENTS[sentiment[i]],
+            "entity_id": f"e{entity[j]}",
+            "entity_name": f"entity {entity[j]}",
+            "sentiment": SENTIMENTS[sentiment[j]],
             "intensity": ("low", "medium", "high")[i % 3],
-            "author_traveller_type": TRAVELLERS[traveller[i]],
-            "author_year": int(year[i]),
+            "author_traveller_type": TRAVELLERS[traveller[j]],
+            "author_year": int(year[j]),
             "content_hash": f"{i:016x}",
             "text": text,
         }
-        ranks = np.unique(draws[i])[:TERMS_PER_DOC]
+        ranks = np.unique(draws[j])[:TERMS_PER_DOC]
         sparse = (vocab_ids[ranks], rng.uniform(0.8, 1.6, size=ranks.size).astype(np.float32))
-        points.append(IndexPoint(point_uuid(f"bench/{i}"), dense[i], sparse, payload))
-    return points, vocab_ids
+        points.append(IndexPoint(point_uuid(f"bench/{i}"), dense[j], sparse, payload))
+    return points
 
 
-def make_queries(points: list[IndexPoint], count: int, seed: int) -> list[dict[str, Any]]:
-    """Queries near existing points (noisy copies), with 5 of the point's own terms, filtered to a sentiment and 5
-    entities (one of them the source point's, so most queries have matches)."""
-    rng = np.random.default_rng(seed + 1)
+def iter_batches(n: int, dim: int, seed: int) -> Iterator[list[IndexPoint]]:
+    for start in range(0, n, GEN_BATCH):
+        yield make_batch(start, min(GEN_BATCH, n - start), dim, seed)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def corpus_batches(folder: Path, n: int, dim: int, seed: int) -> Iterator[list[IndexPoint]]:
+    """Points from the TripAdvisor corpus: each review split into up to 3 runs of sentences, one point each — the
+    shape of the enriched KB (one point per review and entity, the entity's sentences as text; ~3 per review, ~700k
+    for the whole corpus). Text, BM25 vectors, doc ids, years and sentiment (from the review's stars) are real;
+    the entity (1 of 500) is drawn at random, since no extraction ran; the dense vector is random (embedding 700k
+    texts takes ~1.5 h here, and a random 384-d vector costs the engine the same to store, index and search)."""
+    from oprag_pipeline.embeddings import OfflineEmbedder
+    from oprag_pipeline.importers.common import ImportContext
+    from oprag_pipeline.importers.tripadvisor import convert
+
+    embedder = OfflineEmbedder()
+    rng = np.random.default_rng(seed)
+    written = 0
+    pending: list[tuple[str, str, dict[str, Any]]] = []
+
+    def flush() -> list[IndexPoint]:
+        dense = rng.standard_normal((len(pending), dim), dtype=np.float32)
+        dense /= np.linalg.norm(dense, axis=1, keepdims=True)
+        sparse = embedder.embed_sparse([text for _, text, _ in pending])
+        batch = [
+            IndexPoint(point_uuid(key), dense[j], sparse[j], payload) for j, (key, _, payload) in enumerate(pending)
+        ]
+        pending.clear()
+        return batch
+
+    for _file, _line, row in convert(folder, ImportContext()):
+        sentences = [x for x in _SENTENCE_END.split(row["text"]) if x.strip()]
+        rating = row.get("rating")
+        sentiment = "neutral" if rating is None or rating == 3 else ("positive" if rating > 3 else "negative")
+        for g, group in enumerate(np.array_split(np.array(sentences, dtype=object), min(3, len(sentences)))):
+            entity = int(rng.integers(0, N_ENTITIES))
+            payload = {
+                "domain": "tripadvisor_hotels",
+                "doc_id": row["doc_id"],
+                "entity_id": f"e{entity}",
+                "entity_name": f"entity {entity}",
+                "sentiment": sentiment,
+                "intensity": ("low", "medium", "high")[int(rng.integers(0, 3))],
+                "author_year": int(row["created_at"][:4]) if row.get("created_at") else 0,
+                "content_hash": f"{row['doc_id']}/{g}",
+                "text": " ".join(group),
+            }
+            pending.append((f"bench/{row['doc_id']}/{g}", payload["text"], payload))
+            written += 1
+            if len(pending) == GEN_BATCH:
+                yield flush()
+            if written >= n:
+                if pending:
+                    yield flush()
+                return
+    if pending:
+        yield flush()
+
+
+class Reservoir:
+    """A uniform sample of `size` points from a stream of unknown length (Algorithm R): the query sources."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size, self.seen, self.items = size, 0, []
+        self._rng = np.random.default_rng(seed + 1)
+
+    def offer(self, batch: list[IndexPoint]) -> None:
+        for point in batch:
+            self.seen += 1
+            if len(self.items) < self.size:
+                self.items.append(point)
+            else:
+                slot = int(self._rng.integers(0, self.seen))
+                if slot < self.size:
+                    self.items[slot] = point
+
+
+def make_queries(sources: list[IndexPoint], seed: int) -> list[dict[str, Any]]:
+    """Queries near existing points (noisy copies), with 5 of the point's own terms (weight 1, as a BM25 query),
+    filtered to a sentiment and 5 entities (one of them the source point's, so most queries have matches)."""
+    rng = np.random.default_rng(seed + 2)
     queries = []
-    for _ in range(count):
-        src = points[int(rng.integers(0, len(points)))]
+    for src in sources:
         dense = src.dense + rng.standard_normal(src.dense.shape[0]).astype(np.float32) * 0.05
         dense /= np.linalg.norm(dense)
-        indices, _ = src.sparse
-        terms = rng.choice(np.asarray(indices), size=5, replace=False)
+        indices = np.asarray(src.sparse[0])
+        terms = rng.choice(indices, size=min(5, indices.size), replace=False)
         entities = [src.payload["entity_id"]] + [f"e{int(e)}" for e in rng.integers(0, N_ENTITIES, size=4)]
         queries.append(
             {
                 "dense": dense,
-                "sparse": (terms, np.ones(5, dtype=np.float32)),
+                "sparse": (terms, np.ones(terms.size, dtype=np.float32)),
                 "filters": {"sentiment": src.payload["sentiment"], "entity_id": sorted(set(entities))},
             }
         )
@@ -139,6 +244,30 @@ def rss_mb(field: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+class RssSampler:
+    """Peaks of anonymous and file-backed resident memory, sampled every 0.2 s.
+
+    Why both: VmHWM counts the pages of memory-mapped files the engine has touched, which the kernel can drop at
+    will; anonymous memory is what the process really holds."""
+
+    def __init__(self) -> None:
+        self.peaks = {"RssAnon": 0.0, "RssFile": 0.0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for key in self.peaks:
+                self.peaks[key] = max(self.peaks[key], rss_mb(key))
+            self._stop.wait(0.02)
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        return {"rss_anon_peak_mb": self.peaks["RssAnon"], "rss_file_peak_mb": self.peaks["RssFile"]}
+
+
 def open_adapter(adapter: str, folder: Path) -> VectorStore:
     if adapter == "edge":
         return EdgeVectorStore(folder, optimize_on_close=False)
@@ -157,23 +286,37 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def run_worker(args: argparse.Namespace) -> dict[str, Any]:
-    points, _ = make_points(args.n, args.dim, args.seed)
-    queries = make_queries(points, args.queries, args.seed)
-    data_rss = rss_mb("VmRSS")
+    sampler = RssSampler()
     folder = Path(args.folder)
-    out: dict[str, Any] = {"adapter": args.worker, "n": args.n, "rss_data_mb": data_rss}
+    out: dict[str, Any] = {"adapter": args.worker, "rss_data_mb": rss_mb("VmRSS")}
+    if args.corpus:
+        batches = corpus_batches(Path(args.corpus), args.n, args.dim, args.seed)
+    else:
+        batches = iter_batches(args.n, args.dim, args.seed)
+    sources = Reservoir(args.queries, args.seed)
 
     store = open_adapter(args.worker, folder)
     store.ensure_collection(COLLECTION, args.dim)
     start = time.perf_counter()
-    for b in range(0, len(points), 1000):
-        store.upsert(COLLECTION, points[b : b + 1000])
-    out["upsert_s"] = time.perf_counter() - start
-    out["upsert_pts_per_s"] = args.n / out["upsert_s"]
+    prepare_s = 0.0  # generating / reading and BM25-encoding the points is not the store's time
+    while True:
+        t = time.perf_counter()
+        batch = next(batches, None)
+        prepare_s += time.perf_counter() - t
+        if batch is None:
+            break
+        sources.offer(batch)
+        for b in range(0, len(batch), 1000):
+            store.upsert(COLLECTION, batch[b : b + 1000])
+    out["n"] = sources.seen
+    out["prepare_s"] = prepare_s
+    out["upsert_s"] = time.perf_counter() - start - prepare_s
+    out["upsert_pts_per_s"] = out["n"] / out["upsert_s"]
+    queries = make_queries(sources.items, args.seed)
     start = time.perf_counter()
     store.optimize(COLLECTION)
     out["index_build_s"] = time.perf_counter() - start
-    assert store.count(COLLECTION) == args.n
+    assert store.count(COLLECTION) == out["n"]
 
     for q in queries[:3]:  # warm-up (page cache, lazily built structures)
         store.search(COLLECTION, dense=q["dense"], sparse=q["sparse"], k=args.k, mode="hybrid", filters=q["filters"])
@@ -206,11 +349,12 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     out["close_s"] = time.perf_counter() - start
     start = time.perf_counter()
     reopened = open_adapter(args.worker, folder)
-    assert reopened.count(COLLECTION) == args.n
+    assert reopened.count(COLLECTION) == out["n"]
     out["reopen_s"] = time.perf_counter() - start
     reopened.close()
     out["disk_mb"] = folder_mb(folder)
     out["rss_peak_mb"] = rss_mb("VmHWM")
+    out.update(sampler.stop())
     return out
 
 
@@ -242,6 +386,8 @@ def run_one(adapter: str, n: int, args: argparse.Namespace, base: Path) -> dict[
         "--max-query-seconds",
         str(args.max_query_seconds),
     ]
+    if args.corpus:
+        cmd += ["--corpus", str(args.corpus)]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}  # local mode warns above 20k points; that is the point here
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
@@ -262,6 +408,7 @@ def overlap(a: list[list[str]], b: list[list[str]]) -> float:
 ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("upsert points/s", "upsert_pts_per_s", "{:,.0f}", "rate"),
     ("upsert s", "upsert_s", "{:.1f}", None),
+    ("  (+ preparing data s)", "prepare_s", "{:.1f}", None),
     ("index build s", "index_build_s", "{:.1f}", None),
     ("hybrid+filter p50 ms", "hybrid_filtered_p50_ms", "{:.2f}", "time"),
     ("hybrid+filter p95 ms", "hybrid_filtered_p95_ms", "{:.2f}", "time"),
@@ -273,13 +420,16 @@ ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("disk MB", "disk_mb", "{:.0f}", None),
     ("RSS data MB", "rss_data_mb", "{:.0f}", None),
     ("RSS peak MB", "rss_peak_mb", "{:.0f}", "time"),
+    ("  anonymous peak MB", "rss_anon_peak_mb", "{:.0f}", "time"),
+    ("  file-backed peak MB", "rss_file_peak_mb", "{:.0f}", None),
 )
 
 
 def report(n: int, runs: dict[str, dict[str, Any]], k: int) -> None:
     names = list(runs)
     both = "edge" in runs and "client-local" in runs
-    print(f"\n## N = {n:,} points")
+    actual = next(iter(runs.values()))["n"] if runs else n
+    print(f"\n## N = {actual:,} points" + (" (the whole corpus)" if n == ALL else ""))
     print(f"{'':24}" + "".join(f"{name:>16}" for name in names) + (f"{'edge better by':>18}" if both else ""))
     for label, key, fmt, ratio in ROWS:
         line = f"{label:24}" + "".join(f"{fmt.format(runs[name][key]):>16}" for name in names)
@@ -296,7 +446,13 @@ def report(n: int, runs: dict[str, dict[str, Any]], k: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=10_000, help="N (ignored when --sizes is given)")
-    parser.add_argument("--sizes", type=str, default=None, help="comma-separated Ns, e.g. 10000,100000")
+    parser.add_argument("--sizes", type=str, default=None, help="comma-separated Ns, e.g. 10000,100000,all")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="a TripAdvisor Texts folder: real text, BM25 and payloads instead of generated ones",
+    )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=20)
     parser.add_argument("--dim", type=int, default=384)
@@ -314,7 +470,10 @@ def main() -> None:
         print(json.dumps(run_worker(args)))
         return
 
-    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",")] if args.sizes else [args.points]
+    raw_sizes = args.sizes.split(",") if args.sizes else [str(args.points)]
+    if "all" in raw_sizes and not args.corpus:
+        parser.error("--sizes all needs --corpus")
+    sizes = [ALL if s.strip() == "all" else int(s.replace("_", "")) for s in raw_sizes]
     adapters = [a.strip() for a in args.adapters.split(",") if a.strip()]
     base = args.dir or Path(tempfile.mkdtemp(prefix="bench-vector-store-"))
     base.mkdir(parents=True, exist_ok=True)

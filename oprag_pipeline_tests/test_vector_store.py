@@ -9,6 +9,7 @@ the query in dense space that alone carries a rare sparse term.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -117,9 +118,15 @@ def _edge_on_disk(tmp: Path, persistent: bool) -> VectorStore:
     return EdgeVectorStore(tmp / "qdrant", on_disk=True)  # vectors, HNSW and payload memory-mapped
 
 
+def _edge_small_segments(tmp: Path, persistent: bool) -> VectorStore:
+    # Optimizes while writing, with segments capped far below the corpus: the path large collections take.
+    return EdgeVectorStore(tmp / "qdrant", max_segment_kb=4, optimize_every=50, indexing_threshold_kb=1)
+
+
 ADAPTERS: dict[str, Callable[[Path, bool], VectorStore]] = {
     "edge": _edge,
     "edge-on-disk": _edge_on_disk,
+    "edge-small-segments": _edge_small_segments,
     "client-local": _client_local,
 }
 
@@ -372,6 +379,32 @@ def test_edge_shard_is_one_folder_per_collection_and_single_writer(store_dir: Pa
     store.close()
     assert rival.count(COLLECTION) == 10  # free once the owner closed it
     rival.close()
+
+
+def test_edge_builds_segments_while_writing_and_caps_their_size(store_dir: Path) -> None:
+    """Large collections must not pile every point into one unoptimized segment (its single HNSW build was what set
+    the peak memory): every `optimize_every` points are indexed as they come, into segments of bounded size."""
+
+    def write(store: EdgeVectorStore) -> int:
+        store.ensure_collection(COLLECTION, DIM)
+        for b in range(0, N, 20):
+            store.upsert(COLLECTION, CORPUS.points[b : b + 20])
+        return store._shard(COLLECTION).info().segments_count
+
+    small = {"max_segment_kb": 4, "indexing_threshold_kb": 1}
+    incremental = EdgeVectorStore(store_dir / "small", **small, optimize_every=50, optimize_on_close=False)
+    at_once = EdgeVectorStore(store_dir / "default", **small, optimize_on_close=False)
+    try:
+        assert write(incremental) > write(at_once)
+        assert incremental._written_since_optimize[COLLECTION] < 50  # reset at each build
+        for store in (incremental, at_once):
+            assert store.count(COLLECTION) == N
+            assert ids(semantic(store, k=1)) == [CORPUS.id(NEAR)]
+    finally:
+        incremental.close()
+        at_once.close()
+    config = json.loads((store_dir / "small" / COLLECTION / "edge_config.json").read_text())
+    assert config["optimizers"]["max_segment_size"] == 4
 
 
 def test_point_uuid_is_deterministic() -> None:

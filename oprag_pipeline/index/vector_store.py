@@ -84,6 +84,14 @@ _EDGE_CONFIG_FILE = "edge_config.json"
 _SCROLL_PAGE = 2048
 _CLIENT_UPSERT_BATCH = 256
 _EDGE_UPSERT_BATCH = 1024
+# Edge runs no optimizer in the background: unoptimized points pile up in the appendable segments until `optimize()`,
+# which then builds one HNSW segment from all of them, and merges segments without bound. That one big build is what
+# set the peak memory (1.25 GB at 100k points, ~7.5 GB at 700k: a transient of ~5 KB per point on top of the data).
+# Optimizing (and flushing) every `_EDGE_OPTIMIZE_EVERY` written points and capping segments at `_EDGE_SEGMENT_KB`
+# keeps every build small: measured on 200k generated points, peak RSS 1.04 GB instead of 2.0 GB without the flush
+# and ~2.5 GB with one build at the end; benchmarks/bench_vector_store.py prints the figures at corpus scale.
+_EDGE_SEGMENT_KB = 150_000
+_EDGE_OPTIMIZE_EVERY = 50_000
 
 
 class CollectionNotFoundError(LookupError):
@@ -326,7 +334,16 @@ class EdgeVectorStore:
 
     supports_payload_indexes = True
 
-    def __init__(self, root: Path, *, optimize_on_close: bool = True, on_disk: bool | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        optimize_on_close: bool = True,
+        on_disk: bool | None = None,
+        max_segment_kb: int | None = None,
+        optimize_every: int = _EDGE_OPTIMIZE_EVERY,
+        indexing_threshold_kb: int | None = None,
+    ) -> None:
         import qdrant_edge
 
         self._edge = qdrant_edge
@@ -336,6 +353,13 @@ class EdgeVectorStore:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.optimize_on_close = optimize_on_close
+        # Segment cap (KB of vector data) for collections created from now on; env OPRAG_QDRANT_SEGMENT_KB.
+        self.max_segment_kb = max_segment_kb or int(os.environ.get("OPRAG_QDRANT_SEGMENT_KB") or _EDGE_SEGMENT_KB)
+        self.optimize_every = optimize_every
+        # Segments below this many KB of vectors are searched exactly and left alone by the optimizer (None: the
+        # engine's default, ~10 MB); tests lower it to exercise segment building on a few hundred points.
+        self.indexing_threshold_kb = indexing_threshold_kb
+        self._written_since_optimize: dict[str, int] = {}
         self._shards: dict[str, qdrant_edge.EdgeShard] = {}
         self._indexed: dict[str, dict[str, str]] = {}
         self._dirty: set[str] = set()
@@ -352,16 +376,21 @@ class EdgeVectorStore:
 
     def _config(self, dense_dim: int) -> qdrant_edge.EdgeConfig:
         e = self._edge
+        optimizers = e.EdgeOptimizersConfig(
+            max_segment_size=self.max_segment_kb, indexing_threshold=self.indexing_threshold_kb
+        )
         if not self.on_disk:
             return e.EdgeConfig(
                 vectors={DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine)},
                 sparse_vectors={SPARSE_VECTOR: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)},
+                optimizers=optimizers,
             )
         return e.EdgeConfig(
             vectors={DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine, on_disk=True)},
             sparse_vectors={SPARSE_VECTOR: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)},
             on_disk_payload=True,
             hnsw_config=e.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, on_disk=True),
+            optimizers=optimizers,
         )
 
     def _open(self, name: str, config: qdrant_edge.EdgeConfig | None = None) -> qdrant_edge.EdgeShard:
@@ -446,6 +475,14 @@ class EdgeVectorStore:
                 vector = {DENSE_VECTOR: _dense_list(point.dense), SPARSE_VECTOR: e.SparseVector(indices, values)}
                 edge_points.append(e.Point(str(point.id), vector, point.payload))
             shard.update(e.UpdateOperation.upsert_points(edge_points))
+        with self._lock:
+            written = self._written_since_optimize.get(name, 0) + len(points)
+            self._written_since_optimize[name] = written
+            if written >= self.optimize_every:
+                logger.info("indexing %s: building segments for the last %d points", name, written)
+                shard.optimize()
+                shard.flush()  # persists the new segments so the replaced ones are released (halves the peak)
+                self._written_since_optimize[name] = 0
 
     def delete(self, name: str, ids: Sequence[str]) -> None:
         shard = self._shard(name)
@@ -525,12 +562,14 @@ class EdgeVectorStore:
             shard.optimize()
             shard.flush()
             self._dirty.discard(name)
+            self._written_since_optimize[name] = 0
 
     def drop(self, name: str) -> None:
         path = self._path(name)
         with self._lock:
             shard = self._shards.pop(name, None)
             self._indexed.pop(name, None)
+            self._written_since_optimize.pop(name, None)
             self._dirty.discard(name)
             if shard is not None:
                 shard.close()

@@ -3,7 +3,8 @@
 Per document: find every registry alias (longest match wins, word boundaries, case-insensitive), score each
 mention's polarity and intensity with the fine-tuned aspect model on the sentence around it, then read emotional
 markers, evidence type and impact from the clause around the mention. Several mentions of one entity in a
-document are pooled by summing class probabilities, so one confident clause outweighs two hedged ones.
+document are pooled by summing the class probabilities of its opinionated mentions (neutral ones count only when
+no mention is opinionated), so one confident clause outweighs two hedged ones and a factual aside outweighs none.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from oprag_pipeline.enrich import cues
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
 
-OFFLINE_VERSION = "1"
+OFFLINE_VERSION = "2"
 MAX_MENTIONS_PER_ENTITY = 2
 
 # Words that signal consequences beyond the moment (money, time, business, safety, leaving): high impact.
@@ -212,12 +213,15 @@ def _pool(
     mentions: list[tuple[tuple[str, int, int], Any]],
     other_mentions: Sequence[int] = (),
 ) -> ExtractedOpinion:
+    # A factual mention ("our room was on the 5th floor") states no opinion, so it must not outvote the mention that
+    # does ("the room was spotless"): pool the opinionated mentions when there are any, else the neutral ones.
+    opinionated = [(item, p) for item, p in mentions if p.sentiment != "neutral"] or mentions
     totals = dict.fromkeys(LABELS, 0.0)
-    for _, prediction in mentions:
+    for _, prediction in opinionated:
         for label in LABELS:
             totals[label] += float(prediction.scores.get(label, 0.0))
     sentiment = max(LABELS, key=lambda label: totals[label])
-    agreeing = [(item, p) for item, p in mentions if p.sentiment == sentiment] or mentions
+    agreeing = [(item, p) for item, p in opinionated if p.sentiment == sentiment] or opinionated
     _, strongest = max(agreeing, key=lambda pair: pair[1].confidence)
     text = mentions[0][0][0]
     intensity = strongest.intensity if sentiment != "neutral" else "low"
@@ -241,5 +245,5 @@ def _pool(
         evidence_text=relevant,
         span_start=windows[0][0],
         span_end=windows[-1][1],
-        confidence=round(totals[sentiment] / len(mentions), 4),
+        confidence=round(totals[sentiment] / len(opinionated), 4),
     )

@@ -1,0 +1,74 @@
+"""The offline extractor's own logic — alias matching and how mentions of one entity pool into one opinion — with a
+scripted scorer, so each case says exactly which mention carries which polarity (the model is tested on its own in
+test_aspect_model.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from oprag_pipeline.enrich.aspect_model import LABELS
+from oprag_pipeline.enrich.offline import AliasMatcher, OfflineExtractor, SimplePrediction
+from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
+
+ROOM = RegistryEntity(entity_id="e1", name="room", aliases=("rooms", "hotel room"))
+STAFF = RegistryEntity(entity_id="e2", name="staff", aliases=("front desk staff",))
+
+
+class ScriptedScorer:
+    """Answers by keyword in the mention's sentence: 'spotless' positive, 'filthy' negative, else neutral, each
+    with the probability given in `strengths`."""
+
+    name = "scripted"
+
+    def __init__(self, strengths: dict[str, float] | None = None) -> None:
+        self.strengths = {"positive": 0.9, "negative": 0.9, "neutral": 0.9, **(strengths or {})}
+        self.calls: list[str] = []
+
+    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[SimplePrediction]:
+        out = []
+        for text, start, _end in items:
+            lo = text.rfind(".", 0, start) + 1
+            hi = text.find(".", start)
+            sentence = text[lo : hi if hi >= 0 else len(text)]
+            self.calls.append(sentence.strip())
+            label = "positive" if "spotless" in sentence else "negative" if "filthy" in sentence else "neutral"
+            strength = self.strengths[label]
+            scores = {name: (strength if name == label else (1.0 - strength) / 2) for name in LABELS}
+            out.append(SimplePrediction(label, "medium", strength, scores))
+        return out
+
+
+def extract_one(text: str, scorer: ScriptedScorer | None = None) -> dict[str, str]:
+    extractor = OfflineExtractor(scorer=scorer or ScriptedScorer())
+    outcome = extractor.extract([DocumentInput(doc_id="d1", text=text, content_hash="h")], [ROOM, STAFF])[0]
+    return {opinion.entity_id: opinion.sentiment for opinion in outcome.opinions}
+
+
+def test_a_factual_mention_does_not_outvote_the_opinion() -> None:
+    text = "Our room was on the fifth floor next to the lift. The room was spotless."
+    assert extract_one(text) == {"e1": "positive"}
+
+
+def test_only_factual_mentions_stay_neutral() -> None:
+    text = "Our room was on the fifth floor. We asked for another room in the morning."
+    assert extract_one(text) == {"e1": "neutral"}
+
+
+def test_opposite_opinions_pool_by_probability() -> None:
+    text = "The room we had at first was spotless. The room they moved us to was filthy."
+    assert extract_one(text, ScriptedScorer({"positive": 0.55, "negative": 0.95})) == {"e1": "negative"}
+    assert extract_one(text, ScriptedScorer({"positive": 0.95, "negative": 0.55})) == {"e1": "positive"}
+
+
+def test_each_entity_gets_its_own_opinion_and_sentence() -> None:
+    scorer = ScriptedScorer()
+    text = "The front desk staff were filthy-mouthed. The room was spotless."
+    assert extract_one(text, scorer) == {"e1": "positive", "e2": "negative"}
+    assert len(scorer.calls) == 2
+
+
+def test_alias_matcher_prefers_the_longest_alias_and_accepts_plurals() -> None:
+    matcher = AliasMatcher([ROOM, STAFF])
+    text = "The hotel rooms were fine; the front desk staff less so, unlike other staff."
+    found = [(entity_id, text[start:end]) for entity_id, start, end in matcher.find(text)]
+    assert found == [("e1", "hotel rooms"), ("e2", "front desk staff"), ("e2", "staff")]

@@ -10,9 +10,9 @@ batches of 10,000 as the pipeline's index assets stream theirs:
   the fields the pipeline indexes (domain, doc_id, entity_id among 500 entities, sentiment, author_* attributes,
   content_hash, ~300 characters of text);
 * `--corpus <TripAdvisor Texts folder>`: each review split into up to 3 runs of sentences, one point each (the
-  enriched KB's shape: ~3 entity documents per review, ~700k points for the whole corpus, `--sizes ...,all`), with
+  enriched KB's shape: up to 3 entity documents per review, 548k points for the whole corpus, `--sizes ...,all`), with
   the real text, the project's BM25 vectors of it and real doc ids, years and review sentiment; entity ids (1 of
-  500) and dense vectors are random — embedding 700k texts takes ~1.5 h on this machine, and a random vector costs
+  500) and dense vectors are random — embedding 550k texts takes over an hour on this machine, and a random vector costs
   the engine the same to store, index and search.
 Measured: upsert points/s (preparing the data is timed apart), index build (the final `optimize`: HNSW for Edge,
 nothing for the client; Edge also indexes while writing, see `_EDGE_OPTIMIZE_EVERY`), hybrid filtered query latency
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import shutil
 import statistics
@@ -46,6 +45,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from oprag_pipeline.enrich.aspect_model import _SENTENCE_END as SENTENCE_END  # noqa: E402  (the extractor's splitter)
 from oprag_pipeline.index.vector_store import (  # noqa: E402
     ClientVectorStore,
     EdgeVectorStore,
@@ -84,6 +85,7 @@ WORDS = (
 GEN_BATCH = 10_000  # points are generated batch by batch from (seed, batch number), as the pipeline streams them
 
 
+@lru_cache(maxsize=1)
 def vocabulary(seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Term ids (murmur3-like, as BM25 produces) and the Zipf CDF over them, shared by every batch."""
     rng = np.random.default_rng(seed)
@@ -132,15 +134,11 @@ def iter_batches(n: int, dim: int, seed: int) -> Iterator[list[IndexPoint]]:
         yield make_batch(start, min(GEN_BATCH, n - start), dim, seed)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def corpus_batches(folder: Path, n: int, dim: int, seed: int) -> Iterator[list[IndexPoint]]:
     """Points from the TripAdvisor corpus: each review split into up to 3 runs of sentences, one point each — the
-    shape of the enriched KB (one point per review and entity, the entity's sentences as text; ~3 per review, ~700k
-    for the whole corpus). Text, BM25 vectors, doc ids, years and sentiment (from the review's stars) are real;
-    the entity (1 of 500) is drawn at random, since no extraction ran; the dense vector is random (embedding 700k
-    texts takes ~1.5 h here, and a random 384-d vector costs the engine the same to store, index and search)."""
+    shape of the enriched KB (one point per review and entity, the entity's sentences as text). Text, BM25 vectors,
+    doc ids, years and sentiment (from the review's stars) are real; the entity (1 of 500) is drawn at random, since
+    no extraction ran; the dense vector is random (see the module docstring)."""
     from oprag_pipeline.embeddings import OfflineEmbedder
     from oprag_pipeline.importers.common import ImportContext
     from oprag_pipeline.importers.tripadvisor import convert
@@ -161,7 +159,7 @@ def corpus_batches(folder: Path, n: int, dim: int, seed: int) -> Iterator[list[I
         return batch
 
     for _file, _line, row in convert(folder, ImportContext()):
-        sentences = [x for x in _SENTENCE_END.split(row["text"]) if x.strip()]
+        sentences = [x for x in SENTENCE_END.split(row["text"]) if x.strip()]
         rating = row.get("rating")
         sentiment = "neutral" if rating is None or rating == 3 else ("positive" if rating > 3 else "negative")
         for g, group in enumerate(np.array_split(np.array(sentences, dtype=object), min(3, len(sentences)))):
@@ -245,7 +243,7 @@ def rss_mb(field: str) -> float:
 
 
 class RssSampler:
-    """Peaks of anonymous and file-backed resident memory, sampled every 0.2 s.
+    """Peaks of anonymous and file-backed resident memory, sampled every 20 ms.
 
     Why both: VmHWM counts the pages of memory-mapped files the engine has touched, which the kernel can drop at
     will; anonymous memory is what the process really holds."""

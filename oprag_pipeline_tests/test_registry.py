@@ -61,6 +61,19 @@ def test_mining_keeps_what_many_documents_discuss() -> None:
     assert found["desk"].doc_frequency == 4  # the head noun is a candidate of its own
 
 
+def test_qualities_named_only_by_adjectives_become_candidates() -> None:
+    docs = [(f"a{i}", "Our room was spotless and quiet.") for i in range(3)]
+    docs += [(f"b{i}", "The room was filthy. The noise from the bar was awful.") for i in range(3)]
+    docs.append(("c", "A clean towel."))
+    found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=2)}
+    cleanliness = found["cleanliness"]
+    assert cleanliness.name == "cleanliness" and cleanliness.doc_frequency == 7
+    assert dict(cleanliness.aliases) == {"spotless": 3, "filthy": 3, "clean": 1}
+    # "noise" is discussed by name, so "quiet" does not join it: adjectives often qualify something else
+    assert set(found["noise"].aliases) == {"noise"}
+    assert found["room"].name == "room"
+
+
 def test_clusters_form_three_tiers() -> None:
     candidates = mine_candidates(
         corpus(

@@ -158,13 +158,13 @@ def entity_registry(
     with warehouse.get_connection() as conn:
         store.ensure_tables(conn)
         rows = conn.execute(
-            "SELECT candidate_key, aliases, doc_frequency FROM entity_candidates WHERE domain = ? "
+            "SELECT candidate_key, name, aliases, doc_frequency FROM entity_candidates WHERE domain = ? "
             "ORDER BY doc_frequency DESC, candidate_key",
             [domain],
         ).fetchall()
         candidates = []
-        for key, aliases, frequency in rows:
-            candidate = Candidate(key)
+        for key, name, aliases, frequency in rows:
+            candidate = Candidate(key, label=name)
             candidate.aliases.update(json.loads(aliases))
             candidate.doc_ids = {f"{key}#{i}" for i in range(frequency)}
             candidates.append(candidate)

@@ -6,6 +6,14 @@ cold"). Following Hu and Liu (2004), what is discussed by many different authors
 mentions once is not. So candidates are determiner- or copula-anchored phrases of one to three content words,
 kept when enough distinct documents mention them. No corpus-specific word lists are involved: the closed-class
 words below are English grammar, not any domain's vocabulary.
+
+Some targets are qualities rather than things, and reviewers name them by adjective only: "the room was spotless"
+rates cleanliness, "way too pricey" rates the price, and no noun phrase carries them. `ATTRIBUTES` maps common
+evaluative adjectives to the quality they rate (the attribute relation of lexicons such as WordNet, for qualities
+that apply in any domain: cleanliness, noise, price, size, comfort, speed, friendliness, helpfulness, convenience,
+safety, reliability). Each occurrence is a mention of that quality, named by its noun, with the adjective as an alias,
+and it must clear the same document-frequency bar as any other candidate; a quality that is also discussed by name
+keeps only its named mentions (see `mine_candidates`).
 """
 
 from __future__ import annotations
@@ -66,6 +74,25 @@ GENERIC = frozenset(
 )
 
 
+ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    quality: tuple(adjectives.split())
+    for quality, adjectives in {
+        "cleanliness": "clean dirty spotless filthy tidy untidy messy grimy immaculate unclean",
+        "noise": "noisy quiet loud",
+        "price": "cheap expensive pricey overpriced affordable inexpensive costly",
+        "size": "spacious cramped roomy",
+        "comfort": "comfortable uncomfortable comfy cozy cosy",
+        "speed": "slow fast quick speedy sluggish",
+        "friendliness": "friendly unfriendly rude courteous polite impolite welcoming",
+        "helpfulness": "helpful unhelpful attentive",
+        "convenience": "convenient inconvenient",
+        "safety": "safe unsafe dangerous",
+        "reliability": "reliable unreliable",
+    }.items()
+}
+_ATTRIBUTE_OF = {adjective: noun for noun, adjectives in ATTRIBUTES.items() for adjective in adjectives}
+
+
 @dataclass
 class Candidate:
     """One normalised target with the surface forms it was written as."""
@@ -73,6 +100,7 @@ class Candidate:
     key: str
     aliases: Counter[str] = field(default_factory=Counter)
     doc_ids: set[str] = field(default_factory=set)
+    label: str | None = None  # the name when it is none of the aliases (a quality named by its adjectives)
 
     @property
     def doc_frequency(self) -> int:
@@ -80,6 +108,8 @@ class Candidate:
 
     @property
     def name(self) -> str:
+        if self.label:
+            return self.label
         return self.aliases.most_common(1)[0][0] if self.aliases else self.key
 
 
@@ -137,6 +167,11 @@ def phrases_in(text: str, max_words: int = 3) -> list[str]:
     return found
 
 
+def attribute_mentions(text: str) -> list[tuple[str, str]]:
+    """(quality, adjective) for each evaluative adjective in `text` (see `ATTRIBUTES`), in order of appearance."""
+    return [(_ATTRIBUTE_OF[w], w) for w in (t.lower() for t in TOKEN.findall(text)) if w in _ATTRIBUTE_OF]
+
+
 def mine_candidates(
     documents: Iterable[tuple[str, str]], *, min_doc_frequency: int = 2, min_share: float = 0.01, limit: int = 300
 ) -> list[Candidate]:
@@ -146,6 +181,7 @@ def mine_candidates(
     noun that is usually modified still surfaces as a target of its own.
     """
     by_key: dict[str, Candidate] = {}
+    qualities: dict[str, Candidate] = {}
     n_docs = 0
     for doc_id, text in documents:
         n_docs += 1
@@ -161,8 +197,19 @@ def mine_candidates(
                     candidate = by_key[key] = Candidate(key)
                 candidate.aliases[sub] += 1
                 candidate.doc_ids.add(doc_id)
+        for quality, adjective in attribute_mentions(text):
+            candidate = qualities.get(quality)
+            if candidate is None:
+                candidate = qualities[quality] = Candidate(quality, label=quality)
+            candidate.aliases[adjective] += 1
+            candidate.doc_ids.add(doc_id)
     threshold = max(min_doc_frequency, int(min_share * n_docs))
     kept = [c for c in by_key.values() if c.doc_frequency >= threshold]
+    # A quality the documents discuss by name ("the noise", "the price") keeps its named mentions as the target:
+    # the adjectives often qualify something else ("an expensive city", "quiet streets"). Only an otherwise unnamed
+    # quality ("spotless", "filthy", and hardly ever "cleanliness") becomes a candidate through its adjectives.
+    named = {c.key for c in kept}
+    kept.extend(c for c in qualities.values() if c.key not in named and c.doc_frequency >= threshold)
     # a longer phrase that is nearly always the same documents as its head adds nothing ("the desk staff" vs "staff")
     kept.sort(key=lambda c: (-c.doc_frequency, c.key))
     return kept[:limit]

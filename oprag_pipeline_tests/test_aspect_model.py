@@ -133,6 +133,21 @@ def test_batching_and_cache_are_consistent(model: AspectSentimentModel) -> None:
     np.testing.assert_allclose(first[:2], single, atol=1e-4)
 
 
+def test_a_prediction_does_not_depend_on_what_it_is_scored_with(model: AspectSentimentModel) -> None:
+    """The int8 layers quantize with one scale per input tensor: scored in a padded batch, an item's logits moved
+    with its companions. Each item is scored alone, so the same review gets the same label in every run."""
+    item = span("The room was small but the view was great.", "room")
+    companions = [
+        span("Breakfast was cold and the coffee was awful, really terrible!!!", "coffee"),
+        span("The staff at the front desk were incredibly helpful with our luggage and our tours.", "staff"),
+    ]
+    model._cache.clear()
+    alone = model.logits([item])[0]
+    model._cache.clear()
+    together = model.logits([*companions, item, *companions])[2]
+    np.testing.assert_array_equal(alone, together)
+
+
 def test_sentence_window_keeps_short_neighbours() -> None:
     text = "Loved it. The pool was freezing. Never again."
     lo, hi = sentence_window(text, text.index("pool"), text.index("pool") + 4)

@@ -223,7 +223,7 @@ class AspectSentimentModel:
     scale per input tensor (``DynamicQuantizeLinear``), so in a batch an item's logits moved with its companions and
     its padding (by up to 0.2, enough to flip a close call): the same review could be labelled differently in two
     runs. Alone, a prediction depends on the item only. Throughput is kept by scoring items on ``workers`` threads,
-    each running the session single-threaded (measured on TripAdvisor reviews: 52 docs/s, against 51 for padded
+    each running the session single-threaded (measured on TripAdvisor reviews: 48-52 docs/s, against 51 for padded
     batches of 32 on two intra-op threads).
     """
 
@@ -238,7 +238,7 @@ class AspectSentimentModel:
         self.session = session
         self.encoder = encoder
         self.workers = max(1, workers or os.cpu_count() or 1)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (owner pid, pool): a forked child makes its own
         self.temperature = temperature
         self._cache: OrderedDict[tuple[str, str, int | None, int | None], np.ndarray] = OrderedDict()
         self._cache_size = cache_size
@@ -300,9 +300,9 @@ class AspectSentimentModel:
             uniq = list(todo)
             encoded = self.encoder.encode([its[todo[k][0]] for k in uniq])
             if self.workers > 1 and len(encoded) > 1:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model")
-                rows = list(self._pool.map(self._score_one, encoded, chunksize=16))
+                if self._pool is None or self._pool[0] != os.getpid():
+                    self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model"))
+                rows = list(self._pool[1].map(self._score_one, encoded, chunksize=16))
             else:
                 rows = [self._score_one(e) for e in encoded]
             for key, row in zip(uniq, rows, strict=True):

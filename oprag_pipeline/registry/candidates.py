@@ -100,7 +100,7 @@ class Candidate:
     key: str
     aliases: Counter[str] = field(default_factory=Counter)
     doc_ids: set[str] = field(default_factory=set)
-    label: str | None = None  # the name when it is none of the aliases (a quality named by its adjectives)
+    label: str | None = None  # a fixed name: a quality named by its adjectives, or the name stored by the registry
 
     @property
     def doc_frequency(self) -> int:

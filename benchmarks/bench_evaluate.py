@@ -32,8 +32,7 @@ def evaluation_stages() -> list[str]:
     """The evaluation group's assets as the definitions list them (read from there, not a copy of them)."""
     from oprag_pipeline.definitions import ALL_ASSETS
 
-    keys = [k.to_user_string() for a in ALL_ASSETS for k in a.keys if a.group_names_by_key.get(k) == "evaluation"]
-    return keys
+    return [k.to_user_string() for a in ALL_ASSETS for k in a.keys if a.group_names_by_key.get(k) == "evaluation"]
 
 
 def corpus_size(data_dir: Path, domain: str) -> dict[str, int]:

@@ -379,18 +379,19 @@ class EdgeVectorStore:
         optimizers = e.EdgeOptimizersConfig(
             max_segment_size=self.max_segment_kb, indexing_threshold=self.indexing_threshold_kb
         )
-        if not self.on_disk:
-            return e.EdgeConfig(
-                vectors={DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine)},
-                sparse_vectors={SPARSE_VECTOR: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)},
-                optimizers=optimizers,
-            )
+        on_disk: dict[str, Any] = {}
+        if self.on_disk:
+            on_disk = {
+                "on_disk_payload": True,
+                "hnsw_config": e.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, on_disk=True),
+            }
         return e.EdgeConfig(
-            vectors={DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine, on_disk=True)},
+            vectors={
+                DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine, on_disk=self.on_disk)
+            },
             sparse_vectors={SPARSE_VECTOR: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)},
-            on_disk_payload=True,
-            hnsw_config=e.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, on_disk=True),
             optimizers=optimizers,
+            **on_disk,
         )
 
     def _open(self, name: str, config: qdrant_edge.EdgeConfig | None = None) -> qdrant_edge.EdgeShard:
@@ -480,9 +481,7 @@ class EdgeVectorStore:
             self._written_since_optimize[name] = written
             if written >= self.optimize_every:
                 logger.info("indexing %s: building segments for the last %d points", name, written)
-                shard.optimize()
-                shard.flush()  # persists the new segments so the replaced ones are released (halves the peak)
-                self._written_since_optimize[name] = 0
+                self.optimize(name)  # its flush releases the replaced segments (halves the peak)
 
     def delete(self, name: str, ids: Sequence[str]) -> None:
         shard = self._shard(name)

@@ -128,6 +128,33 @@ def test_chain_materializes_every_enrichment_asset(demo) -> None:
     assert inferred > 0
 
 
+def test_entity_documents_written_in_batches_match_one_batch(demo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-entity documents are streamed in batches (millions of rows on a real corpus); many small batches
+    must give exactly the rows one batch gives, each once."""
+    from oprag_pipeline.enrich import assets as enrich_assets
+
+    data_dir, instance, _ = demo
+    query = "SELECT point_key, text FROM {} ORDER BY point_key"
+
+    def snapshot() -> tuple[list, list]:
+        with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+            return (
+                conn.execute(query.format("enriched_entity_docs")).fetchall(),
+                conn.execute(query.format("entity_split_docs")).fetchall(),
+            )
+
+    whole = snapshot()
+    monkeypatch.setattr(enrich_assets, "ENTITY_DOCS_BATCH_ROWS", 37)
+    metadata = run_chain(
+        data_dir, instance, "hotels", selection=AssetSelection.assets("enriched_entity_docs", "entity_split_docs")
+    )
+    batched = snapshot()
+    assert len(whole[0]) > 3 * 37
+    assert batched == whole
+    assert len({key for key, _ in batched[0]}) == len(batched[0])
+    assert metadata["enriched_entity_docs"]["documents"] == len(whole[0])
+
+
 def test_planted_truth_is_recovered(demo) -> None:
     data_dir, _, _ = demo
     mentions, matched, agree, confusion = truth_alignment(data_dir, "hotels")

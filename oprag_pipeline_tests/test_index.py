@@ -90,3 +90,43 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert raw.exit_code == 0, raw.output
     missing = CliRunner().invoke(main, ["query", "x", "--domain", "nowhere"])
     assert missing.exit_code != 0 and "materialize the index first" in missing.output
+
+
+def test_sync_reads_a_source_twice_and_writes_in_batches(tmp_path: Path) -> None:
+    """A large KB is never held in memory: the source is read once for the diff and once for the changed points."""
+    from oprag_pipeline.embeddings import OfflineEmbedder
+    from oprag_pipeline.index.sync import SourcePoint, sync_collection
+
+    reads = []
+    texts = [f"review {i}: the room was {'clean' if i % 2 else 'noisy'} and the staff {i} were kind" for i in range(50)]
+
+    def source(edit: int | None = None):
+        def read():
+            reads.append(1)
+            for i, text in enumerate(texts):
+                yield SourcePoint(key=f"d{i}", text=text + (" (edited)" if i == edit else ""), payload={"i": i})
+
+        return read
+
+    embedder = OfflineEmbedder()
+    store = EdgeVectorStore(tmp_path / "qdrant")
+    try:
+        first = sync_collection(store, embedder, "t.raw_kb", source(), batch_size=16)
+        assert (first.written, first.unchanged, len(reads), store.count("t.raw_kb")) == (50, 0, 2, 50)
+        reads.clear()
+        again = sync_collection(store, embedder, "t.raw_kb", source(), batch_size=16)
+        assert (again.written, again.unchanged, len(reads)) == (0, 50, 1)  # nothing changed: no second read
+        edited = sync_collection(store, embedder, "t.raw_kb", source(edit=7), batch_size=16)
+        assert (edited.written, edited.unchanged) == (1, 49)
+        hits = store.search("t.raw_kb", dense=embedder.embed_dense([texts[7] + " (edited)"])[0], k=1, mode="semantic")
+        assert hits[0].payload["text"].endswith("(edited)")
+
+        def duplicated():
+            yield SourcePoint(key="x", text="one", payload={})
+            yield SourcePoint(key="x", text="one", payload={})
+
+        with pytest.raises(ValueError, match="duplicate point key 'x'"):
+            sync_collection(store, embedder, "t.dup_kb", duplicated, batch_size=16)
+        assert store.count("t.dup_kb") == 0  # found before anything is written
+    finally:
+        store.close()

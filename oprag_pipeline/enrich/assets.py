@@ -242,85 +242,103 @@ def enriched_entity_docs(
                 domain VARCHAR NOT NULL, point_key VARCHAR NOT NULL, doc_id VARCHAR NOT NULL,
                 entity_id VARCHAR NOT NULL, entity_scope VARCHAR, created_at TIMESTAMP, text VARCHAR NOT NULL);"""
         )
-        rows = conn.execute(ENTITY_DOCS_SQL, {"domain": domain}).fetchall()
-        enriched = []
-        for r in rows:
-            relevant = (r[11] or "")[: config.max_relevant_chars]
-            attrs = dict(r[14] or {})
-            text = render_enriched(
-                entity_name=r[2],
-                tier1=r[3],
-                tier2=r[4],
-                relevant_text=relevant,
-                sentiment=r[5],
-                intensity=r[6],
-                impact=r[7],
-                emotions=list(r[8]),
-                evidence_type=r[9],
-                sentiment_intensity=r[10],
-                author=attrs,
-            )
-            enriched.append(
-                [
-                    domain,
-                    f"{r[0]}::{r[1]}",
-                    r[0],
-                    r[1],
-                    r[2],
-                    r[3],
-                    r[4],
-                    r[5],
-                    r[6],
-                    r[7],
-                    list(r[8]),
-                    r[9],
-                    r[10],
-                    json.dumps(attrs, sort_keys=True) if attrs else None,
-                    r[12],
-                    r[13],
-                    relevant,
-                    text,
-                ]
-            )
         conn.execute("BEGIN TRANSACTION")
         conn.execute("DELETE FROM enriched_entity_docs WHERE domain = ?", [domain])
         conn.execute("DELETE FROM entity_split_docs WHERE domain = ?", [domain])
-        if enriched:
-            names = [
-                "domain",
-                "point_key",
-                "doc_id",
-                "entity_id",
-                "entity_name",
-                "tier1_name",
-                "tier2_name",
-                "sentiment",
-                "intensity",
-                "impact",
-                "emotions",
-                "evidence_type",
-                "sentiment_intensity",
-                "author_attributes",
-                "entity_scope",
-                "created_at",
-                "relevant_text",
-                "text",
-            ]
-            table = pa.table({n: [row[i] for row in enriched] for i, n in enumerate(names)})
+        # Streamed in batches: a large corpus has millions of (document, entity) rows, and holding them all as
+        # Python objects took 12 GB on 229k reviews. A second cursor reads while the first one writes.
+        reader = conn.cursor()
+        reader.execute(ENTITY_DOCS_SQL, {"domain": domain})
+        documents = 0
+        example = ""
+        while rows := reader.fetchmany(ENTITY_DOCS_BATCH_ROWS):
+            table = _entity_docs_table(domain, rows, config.max_relevant_chars)
             conn.register("_enriched", table)
-            conn.execute("INSERT INTO enriched_entity_docs SELECT * FROM _enriched")
+            conn.execute(f"INSERT INTO enriched_entity_docs ({', '.join(ENTITY_DOCS_COLUMNS)}) SELECT * FROM _enriched")
             conn.execute(
                 """INSERT INTO entity_split_docs SELECT domain, point_key, doc_id, entity_id, entity_scope,
                    created_at, relevant_text FROM _enriched"""
             )
             conn.unregister("_enriched")
+            example = example or table.column("text")[0].as_py()
+            documents += table.num_rows
+            context.log.info(f"{domain}: {documents:,} entity documents written")
+        reader.close()
         conn.execute("COMMIT")
-    example = enriched[0][17] if enriched else ""
-    sources = len({row[2] for row in enriched})
+        sources = conn.execute(
+            "SELECT count(DISTINCT doc_id) FROM enriched_entity_docs WHERE domain = ?", [domain]
+        ).fetchone()[0]
     yield MaterializeResult(
         asset_key="enriched_entity_docs",
-        metadata={"documents": len(enriched), "source_documents": sources, "example": MetadataValue.text(example)},
+        metadata={"documents": documents, "source_documents": sources, "example": MetadataValue.text(example)},
     )
     yield MaterializeResult(
-        asset_key="entity_split_docs", metadata={"documents": len(enriched), "source_documents": sources}
+        asset_key="entity_split_docs", metadata={"documents": documents, "source_documents": sources}
     )
+
+
+ENTITY_DOCS_BATCH_ROWS = 50_000
+ENTITY_DOCS_COLUMNS = (
+    "domain",
+    "point_key",
+    "doc_id",
+    "entity_id",
+    "entity_name",
+    "tier1_name",
+    "tier2_name",
+    "sentiment",
+    "intensity",
+    "impact",
+    "emotions",
+    "evidence_type",
+    "sentiment_intensity",
+    "author_attributes",
+    "entity_scope",
+    "created_at",
+    "relevant_text",
+    "text",
+)
+
+
+def _entity_docs_table(domain: str, rows: list[tuple], max_relevant_chars: int) -> pa.Table:
+    """One batch of `ENTITY_DOCS_SQL` rows as the enriched table's columns, with the rendered text."""
+    columns: dict[str, list] = {name: [] for name in ENTITY_DOCS_COLUMNS}
+    for r in rows:
+        relevant = (r[11] or "")[:max_relevant_chars]
+        attrs = dict(r[14] or {})
+        text = render_enriched(
+            entity_name=r[2],
+            tier1=r[3],
+            tier2=r[4],
+            relevant_text=relevant,
+            sentiment=r[5],
+            intensity=r[6],
+            impact=r[7],
+            emotions=list(r[8]),
+            evidence_type=r[9],
+            sentiment_intensity=r[10],
+            author=attrs,
+        )
+        values = (
+            domain,
+            f"{r[0]}::{r[1]}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            list(r[8]),
+            r[9],
+            r[10],
+            json.dumps(attrs, sort_keys=True) if attrs else None,
+            r[12],
+            r[13],
+            relevant,
+            text,
+        )
+        for name, value in zip(ENTITY_DOCS_COLUMNS, values, strict=True):
+            columns[name].append(value)
+    return pa.table(columns)

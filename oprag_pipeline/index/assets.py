@@ -1,7 +1,11 @@
 """Index assets: the raw KB (token chunks), the entity-split KB and the enriched KB, one collection each per domain."""
 
 import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
+import pyarrow.parquet as pq
 from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
@@ -153,43 +157,67 @@ FROM enriched_entity_docs WHERE domain = ? ORDER BY point_key
 """
 
 
-def _entity_points(domain: str, rows: list[tuple], *, enriched: bool) -> list[SourcePoint]:
-    points = []
-    for r in rows:
-        payload = {"domain": domain, "doc_id": r[1], "entity_id": r[2], "entity_scope": r[13]}
-        if enriched:
-            author = json.loads(r[12]) if r[12] else {}
-            payload.update(
-                {
-                    "entity_name": r[3],
-                    "tier1_name": r[4],
-                    "tier2_name": r[5],
-                    "sentiment": r[6],
-                    "intensity": r[7],
-                    "impact": r[8],
-                    "emotions": list(r[9]),
-                    "evidence_type": r[10],
-                    "sentiment_intensity": r[11],
-                    **{f"author_{k}": v for k, v in author.items()},
-                }
-            )
-        points.append(SourcePoint(key=r[0], text=r[14] if enriched else r[15], payload=payload))
-    return points
+ENTITY_DOCS_BATCH_ROWS = 20_000
+
+
+def _entity_point(domain: str, r: tuple, *, enriched: bool) -> SourcePoint:
+    payload = {"domain": domain, "doc_id": r[1], "entity_id": r[2], "entity_scope": r[13]}
+    if enriched:
+        author = json.loads(r[12]) if r[12] else {}
+        payload.update(
+            {
+                "entity_name": r[3],
+                "tier1_name": r[4],
+                "tier2_name": r[5],
+                "sentiment": r[6],
+                "intensity": r[7],
+                "impact": r[8],
+                "emotions": list(r[9]),
+                "evidence_type": r[10],
+                "sentiment_intensity": r[11],
+                **{f"author_{k}": v for k, v in author.items()},
+            }
+        )
+    return SourcePoint(key=r[0], text=r[14] if enriched else r[15], payload=payload)
+
+
+def _export_entity_docs(conn, domain: str, path: Path) -> int:
+    """Copy the domain's per-entity documents to a Parquet file, batch by batch; returns the row count."""
+    reader = conn.sql(ENTITY_DOCS_SQL, params=[domain]).to_arrow_reader(ENTITY_DOCS_BATCH_ROWS)
+    rows = 0
+    with pq.ParquetWriter(path, reader.schema) as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
+
+
+def _entity_points(path: Path, domain: str, *, enriched: bool) -> Iterator[SourcePoint]:
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=ENTITY_DOCS_BATCH_ROWS):
+        for r in zip(*(column.to_pylist() for column in batch.columns), strict=True):
+            yield _entity_point(domain, r, enriched=enriched)
 
 
 def _index_entity_docs(context, warehouse, embedder, vector_store, *, kb: str):
-    """Both per-entity KBs index the same rows; only the embedded text (and payload richness) differ."""
+    """Both per-entity KBs index the same rows; only the embedded text (and payload richness) differ.
+
+    The rows go through a temporary Parquet file and are read back in batches: a large corpus has millions of
+    per-entity documents, too many to hold as Python objects, and the warehouse should not stay locked for the
+    hour that embedding them can take.
+    """
     domain = context.partition_key
-    with warehouse.get_connection() as conn:
-        rows = conn.execute(ENTITY_DOCS_SQL, [domain]).fetchall()
-    store = vector_store.open_store()
-    try:
-        name = collection_name(domain, kb)
-        points = _entity_points(domain, rows, enriched=kb == "enriched")
-        summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
-        yield from _result(context, kb, summary, len(rows), store, name)
-    finally:
-        store.close()
+    with tempfile.TemporaryDirectory(prefix="oprag-index-") as tmp:
+        path = Path(tmp) / "entity_docs.parquet"
+        with warehouse.get_connection() as conn:
+            source_rows = _export_entity_docs(conn, domain, path)
+        store = vector_store.open_store()
+        try:
+            name = collection_name(domain, kb)
+            points = lambda: _entity_points(path, domain, enriched=kb == "enriched")  # noqa: E731
+            summary = sync_collection(store, embedder.embedder(), name, points, log=context.log.info)
+            yield from _result(context, kb, summary, source_rows, store, name)
+        finally:
+            store.close()
 
 
 @asset(

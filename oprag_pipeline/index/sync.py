@@ -2,6 +2,10 @@
 
 Point ids are uuid5 of a stable key (document + chunk, or document + entity), and every point carries the hash of
 what was embedded, so a second run over unchanged data embeds nothing and writes nothing.
+
+The source is read twice rather than held: a first pass keeps only each point's id and hash (what the diff needs),
+a second pass embeds and writes the changed points batch by batch. A corpus of 229k reviews has millions of
+per-entity documents, and holding their texts and payloads as Python objects took more memory than the engine.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,41 +57,58 @@ def sync_collection(
     store: VectorStore,
     embedder: Any,
     name: str,
-    points: Sequence[SourcePoint],
+    points: Sequence[SourcePoint] | Callable[[], Iterable[SourcePoint]],
     *,
     batch_size: int = 256,
     log: Callable[[str], None] = lambda message: None,
 ) -> SyncSummary:
+    """Make collection `name` hold exactly `points`. `points` is a sequence, or a function that returns a fresh
+    iterator over them on each call (it is called twice; both calls must yield the same points)."""
     started = time.perf_counter()
+    read: Callable[[], Iterable[SourcePoint]] = points if callable(points) else lambda: points
     store.ensure_collection(name, embedder.dim)
-    desired: dict[str, tuple[str, SourcePoint]] = {}
-    for point in points:
-        desired[point_uuid(point.key)] = (point_hash(point.text, point.payload), point)
+    desired: dict[str, str] = {}
+    for point in read():
+        pid = point_uuid(point.key)
+        if pid in desired:
+            raise ValueError(f"{name}: duplicate point key {point.key!r} in the source; keys must be unique")
+        desired[pid] = point_hash(point.text, point.payload)
     existing = store.existing_payload_hashes(name)
-    changed = [pid for pid, (h, _) in desired.items() if existing.get(pid) != h]
+    changed = {pid for pid, h in desired.items() if existing.get(pid) != h}
     removed = [pid for pid in existing if pid not in desired]
     log(f"{name}: {len(desired):,} points wanted, {len(changed):,} to embed and write, {len(removed):,} to delete")
     written = 0
-    for start in range(0, len(changed), batch_size):
-        ids = changed[start : start + batch_size]
-        sources = [desired[pid] for pid in ids]
-        texts = [source.text for _, source in sources]
-        dense = embedder.embed_dense(texts)
-        sparse = embedder.embed_sparse(texts)
-        batch = [
-            IndexPoint(
-                id=pid,
-                dense=dense[i],
-                sparse=sparse[i],
-                payload={**source.payload, "point_key": source.key, "text": source.text, "content_hash": h},
+    if changed:
+        for batch in _batches(((pid, point) for pid, point in _with_ids(read()) if pid in changed), batch_size):
+            texts = [point.text for _, point in batch]
+            dense = embedder.embed_dense(texts)
+            sparse = embedder.embed_sparse(texts)
+            store.upsert(
+                name,
+                [
+                    IndexPoint(
+                        id=pid,
+                        dense=dense[i],
+                        sparse=sparse[i],
+                        payload={
+                            **point.payload,
+                            "point_key": point.key,
+                            "text": point.text,
+                            "content_hash": desired[pid],
+                        },
+                    )
+                    for i, (pid, point) in enumerate(batch)
+                ],
             )
-            for i, (pid, (h, source)) in enumerate(zip(ids, sources, strict=True))
-        ]
-        store.upsert(name, batch)
-        written += len(batch)
-        if (start // batch_size) % 20 == 0 or written == len(changed):
-            elapsed = time.perf_counter() - started
-            log(f"{name}: {written:,}/{len(changed):,} points written ({written / elapsed:,.0f} points/s)")
+            written += len(batch)
+            if (written // batch_size) % 20 == 1 or written == len(changed):
+                elapsed = time.perf_counter() - started
+                log(f"{name}: {written:,}/{len(changed):,} points written ({written / elapsed:,.0f} points/s)")
+    if written != len(changed):
+        raise RuntimeError(
+            f"{name}: the second read of the source gave {written:,} changed points, the first {len(changed):,}; "
+            "the source changed between the reads"
+        )
     if removed:
         store.delete(name, removed)
     return SyncSummary(
@@ -97,3 +118,19 @@ def sync_collection(
         unchanged=len(desired) - len(changed),
         seconds=time.perf_counter() - started,
     )
+
+
+def _with_ids(points: Iterable[SourcePoint]) -> Iterator[tuple[str, SourcePoint]]:
+    for point in points:
+        yield point_uuid(point.key), point
+
+
+def _batches(items: Iterable[tuple[str, SourcePoint]], size: int) -> Iterator[list[tuple[str, SourcePoint]]]:
+    batch: list[tuple[str, SourcePoint]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -10,6 +10,7 @@ from oprag_pipeline.enrich.store import entropy_bits
 from oprag_pipeline.evaluate.metrics import (
     Hit,
     HitOpinion,
+    ScoreDistribution,
     demographic_coverage,
     distinct_emotions,
     entity_match_rate,
@@ -56,6 +57,21 @@ def test_w1_matches_scipy_and_hand_values() -> None:
     assert wasserstein1([], [10, 20]) == 60.0
     with pytest.raises(ValueError):
         wasserstein1([10], [])
+
+
+def test_w1_against_a_counted_distribution_equals_w1_against_the_sample() -> None:
+    # {-30: 1, 10: 3} is the sample [-30, 10, 10, 10]; [30] against it: 1/4 moves 60, 3/4 move 20 → 30
+    counted = ScoreDistribution.from_counts({-30: 1, 10: 3, 20: 0})
+    assert len(counted) == 4 and counted.values.tolist() == [-30.0, 10.0]
+    assert wasserstein1([30], counted) == pytest.approx(30.0)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        a = rng.choice([-30, -20, -10, 0, 10, 20, 30], size=rng.integers(1, 40))
+        b = rng.choice([-30, -20, -10, 0, 10, 20, 30], size=rng.integers(1, 5000))
+        assert wasserstein1(a, ScoreDistribution.of(b)) == pytest.approx(wasserstein_distance(a, b), abs=1e-9)
+    assert wasserstein1([], counted) == 60.0
+    with pytest.raises(ValueError):
+        wasserstein1([10], ScoreDistribution.from_counts({}))
 
 
 def test_demographic_coverage_overall_and_matched() -> None:

@@ -15,7 +15,7 @@ from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import RegistryEntry, map_gold
 from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells, run_grid
 from oprag_pipeline.evaluate.llm_questions import generate_with_llm
-from oprag_pipeline.evaluate.metrics import Hit, HitOpinion
+from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.questions import QuestionEntity, generate_all
 from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
@@ -110,6 +110,14 @@ class EvaluationEntitiesConfig(Config):
     min_entropy: float = Field(default=0.6, description="Least sentiment entropy H(e) in bits (genuine dispute).")
     min_mentions: int = Field(default=20, description="Least opinions an entity needs for a corpus distribution.")
     max_entities: int = Field(default=10, description="Most entities evaluated (the most disputed first).")
+
+
+def _distributions(rows) -> dict[str, ScoreDistribution]:
+    """(entity_id, score, count) rows to one score distribution per entity."""
+    counts: dict[str, dict[float, int]] = defaultdict(dict)
+    for entity_id, score, count in rows.fetchall():
+        counts[entity_id][float(score)] = int(count)
+    return {entity_id: ScoreDistribution.from_counts(c) for entity_id, c in counts.items()}
 
 
 @asset(
@@ -376,20 +384,19 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
             ).fetchall()
         )
         entity_ids = sorted(set(question_entities.values()))
-        corpus_scores: dict[str, list[int]] = defaultdict(list)
-        for entity_id, score in conn.execute(
-            "SELECT entity_id, sentiment_intensity FROM opinions WHERE domain = ? AND entity_id IN (SELECT unnest(?))",
-            [domain, entity_ids],
-        ).fetchall():
-            corpus_scores[entity_id].append(score)
-        gold_corpus: dict[str, list[int]] = defaultdict(list)
+        # The corpus distributions come counted from SQL: a popular entity of a large corpus has hundreds of
+        # thousands of opinions, and the metrics need only how many sit at each σ-level.
+        distribution_sql = """SELECT entity_id, sentiment_intensity, count(*) FROM {table}
+                              WHERE domain = ? AND entity_id IN (SELECT unnest(?)) GROUP BY ALL"""
+        corpus_scores = _distributions(conn.execute(distribution_sql.format(table="opinions"), [domain, entity_ids]))
+        gold_corpus = _distributions(conn.execute(distribution_sql.format(table="gold_opinions"), [domain, entity_ids]))
         gold_by_doc: dict[tuple[str, str], int] = {}
         for doc_id, entity_id, score in conn.execute(
             """SELECT doc_id, entity_id, sentiment_intensity FROM gold_opinions
-               WHERE domain = ? AND entity_id IN (SELECT unnest(?))""",
-            [domain, entity_ids],
+               WHERE domain = ? AND entity_id IN (SELECT unnest(?))
+                 AND doc_id IN (SELECT DISTINCT doc_id FROM retrieval_runs WHERE domain = ?)""",
+            [domain, entity_ids, domain],
         ).fetchall():
-            gold_corpus[entity_id].append(score)
             gold_by_doc[(doc_id, entity_id)] = score
         groups: dict[str, list[str]] = defaultdict(list)
         for attribute, value in conn.execute(

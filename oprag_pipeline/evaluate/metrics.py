@@ -59,7 +59,36 @@ def distinct_emotions(hits: Sequence[Hit], entity_id: str | None = None) -> int:
     return len({e for o in _entity_opinions(hits, entity_id) for e in o.emotions})
 
 
-def wasserstein1(retrieved: Sequence[float], reference: Sequence[float]) -> float:
+@dataclass(frozen=True)
+class ScoreDistribution:
+    """A sample of scores held as its distinct values and their shares: the same empirical distribution.
+
+    Why: on a large corpus one entity's reference sample has hundreds of thousands of scores on a 7-point scale,
+    and W1 against it is computed for every cell of the retrieval grid; reduced once, each W1 is over 7 points.
+    """
+
+    values: np.ndarray
+    weights: np.ndarray
+    size: int
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[float, int]) -> ScoreDistribution:
+        kept = sorted((float(v), int(c)) for v, c in counts.items() if c > 0)
+        total = sum(c for _, c in kept)
+        values = np.array([v for v, _ in kept], dtype=np.float64)
+        weights = np.array([c / total for _, c in kept], dtype=np.float64) if total else np.zeros(0)
+        return cls(values, weights, total)
+
+    @classmethod
+    def of(cls, sample: Iterable[float]) -> ScoreDistribution:
+        values, counts = np.unique(np.asarray(list(sample), dtype=np.float64), return_counts=True)
+        return cls.from_counts(dict(zip(values.tolist(), counts.tolist(), strict=True)))
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def wasserstein1(retrieved: Sequence[float], reference: Sequence[float] | ScoreDistribution) -> float:
     """Empirical W1 between two samples of σ-scale scores, via optimal transport (POT's exact 1-D solver).
 
     Empty retrieved samples get the worst case on the scale (60: all mass moved end to end), so a retrieval that
@@ -70,8 +99,9 @@ def wasserstein1(retrieved: Sequence[float], reference: Sequence[float]) -> floa
     if len(retrieved) == 0:
         return float(SIGMA_SUPPORT[-1] - SIGMA_SUPPORT[0])
     a = np.asarray(retrieved, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    return float(ot.wasserstein_1d(a, b, p=1))
+    if isinstance(reference, ScoreDistribution):
+        return float(ot.wasserstein_1d(a, reference.values, v_weights=reference.weights, p=1))
+    return float(ot.wasserstein_1d(a, np.asarray(reference, dtype=np.float64), p=1))
 
 
 def retrieved_scores(hits: Sequence[Hit], entity_id: str) -> list[int]:
@@ -98,7 +128,10 @@ def demographic_coverage(
 
 
 def question_metrics(
-    hits: Sequence[Hit], entity_id: str, corpus_scores: Sequence[float], groups: Mapping[str, Iterable[str]]
+    hits: Sequence[Hit],
+    entity_id: str,
+    corpus_scores: Sequence[float] | ScoreDistribution,
+    groups: Mapping[str, Iterable[str]],
 ) -> dict[str, float]:
     """Every per-question metric in one mapping (the row a metric table stores)."""
     row: dict[str, float] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from oprag_pipeline.evaluate.metrics import Hit, question_metrics, wasserstein1
+from oprag_pipeline.evaluate.metrics import Hit, ScoreDistribution, question_metrics, wasserstein1
 
 GridKey = tuple[str, str, str, int]  # (question_id, kb, mode, k)
 
@@ -12,10 +12,10 @@ GridKey = tuple[str, str, str, int]  # (question_id, kb, mode, k)
 def score_grid(
     question_entities: Mapping[str, str],
     hits: Mapping[GridKey, Sequence[Hit]],
-    corpus_scores: Mapping[str, Sequence[float]],
+    corpus_scores: Mapping[str, Sequence[float] | ScoreDistribution],
     groups: Mapping[str, Sequence[str]],
     *,
-    gold_corpus: Mapping[str, Sequence[float]] | None = None,
+    gold_corpus: Mapping[str, Sequence[float] | ScoreDistribution] | None = None,
     gold_by_doc: Mapping[tuple[str, str], float] | None = None,
 ) -> Iterator[tuple[str, str, str, int, str, float]]:
     """(question_id, kb, mode, k, metric, value) for every grid cell.

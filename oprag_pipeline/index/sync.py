@@ -126,6 +126,7 @@ def _with_ids(points: Iterable[SourcePoint]) -> Iterator[tuple[str, SourcePoint]
 
 
 def _batches(items: Iterable[tuple[str, SourcePoint]], size: int) -> Iterator[list[tuple[str, SourcePoint]]]:
+    """`itertools.batched`, which needs Python 3.12; the project supports 3.11."""
     batch: list[tuple[str, SourcePoint]] = []
     for item in items:
         batch.append(item)

@@ -72,3 +72,30 @@ def test_alias_matcher_prefers_the_longest_alias_and_accepts_plurals() -> None:
     text = "The hotel rooms were fine; the front desk staff less so, unlike other staff."
     found = [(entity_id, text[start:end]) for entity_id, start, end in matcher.find(text)]
     assert found == [("e1", "hotel rooms"), ("e2", "front desk staff"), ("e2", "staff")]
+
+
+CLEANLINESS = RegistryEntity(entity_id="e3", name="cleanliness", aliases=("clean", "spotless", "dirty", "filthy"))
+NOISE = RegistryEntity(entity_id="e4", name="noise", aliases=("noisy", "quiet", "loud"))
+
+
+def test_a_quality_named_by_its_adjective_takes_the_adjective_polarity() -> None:
+    """The scripted scorer would call these sentences neutral: the polarity comes from the word, flipped under
+    negation, mild under a hedged negation, and the scorer is never asked about the adjective itself."""
+    scorer = ScriptedScorer()
+    extractor = OfflineExtractor(scorer=scorer)
+    texts = {
+        "d1": "Everything was immaculate and clean. Our room faced the park.",
+        "d2": "It was not very quiet at night.",
+        "d3": "Staff were helpful, and the corridors were never dirty.",
+        "d4": "We stayed in May. The street was not too noisy.",
+    }
+    documents = [DocumentInput(doc_id=d, text=t, content_hash=d) for d, t in texts.items()]
+    outcomes = extractor.extract(documents, [ROOM, STAFF, CLEANLINESS, NOISE])
+    got = {(o.doc_id, op.entity_id): (op.sentiment, op.intensity) for o in outcomes for op in o.opinions}
+    assert got[("d1", "e3")][0] == "positive"
+    assert got[("d1", "e1")] == ("neutral", "low")  # the scorer still answers for the room
+    assert got[("d2", "e4")] == ("negative", "low")
+    assert got[("d3", "e3")][0] == "positive"
+    assert got[("d4", "e4")] == ("positive", "low")
+    assert all("clean" not in call and "noisy" not in call and "quiet" not in call for call in scorer.calls)
+    assert len(scorer.calls) == 2  # the room in d1 and the staff in d3

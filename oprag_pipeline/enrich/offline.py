@@ -21,9 +21,14 @@ from typing import Any, Protocol
 from oprag_pipeline.enrich import cues
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
+from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
 
-OFFLINE_VERSION = "2"
+OFFLINE_VERSION = "3"
 MAX_MENTIONS_PER_ENTITY = 2
+# The probability given to the polarity an evaluative adjective states (see `_adjective_prediction`): the word is
+# explicit, so it outweighs a hedged model answer about the same entity when mentions are pooled.
+ADJECTIVE_CONFIDENCE = 0.9
+_HEDGED_NEGATION = re.compile(r"(?:\bnot|n't|\bnever)\s+(?:very|too|that|so|overly|particularly|all that|the most)\s+$")
 
 # Words that signal consequences beyond the moment (money, time, business, safety, leaving): high impact.
 _CONSEQUENCE = re.compile(
@@ -178,7 +183,7 @@ class OfflineExtractor:
                 per_entity[entity_id] = per_entity.get(entity_id, 0) + 1
                 items.append((document.text, start, end))
                 owners.append((index, entity_id))
-        predictions = self.scorer.predict(items) if items else []
+        predictions = _predict(self.scorer, items)
         grouped: dict[tuple[int, str], list[tuple[tuple[str, int, int], Any]]] = {}
         starts: dict[int, list[tuple[int, str]]] = {}
         for owner, item, prediction in zip(owners, items, predictions, strict=True):
@@ -191,6 +196,35 @@ class OfflineExtractor:
         for outcome in outcomes:
             outcome.opinions.sort(key=lambda o: (o.span_start or 0, o.entity_id or ""))
         return outcomes
+
+
+def _predict(scorer: AspectScorer, items: Sequence[tuple[str, int, int]]) -> list[Any]:
+    """Predictions in item order: a quality named by an evaluative adjective is read off the word, the rest scored."""
+    read = [_adjective_prediction(*item) for item in items]
+    scored = iter(scorer.predict([item for item, p in zip(items, read, strict=True) if p is None]) if items else [])
+    return [p if p is not None else next(scored) for p in read]
+
+
+def _adjective_prediction(text: str, start: int, end: int) -> SimplePrediction | None:
+    """The opinion an adjective states about its quality ("spotless" → positive cleanliness), flipped when negated
+    ("not very clean"); None when the mention is not such an adjective.
+
+    Why not the model: it was trained on aspect nouns ("the <room> was spotless") and reads an adjective placed in
+    the aspect slot by its sub-words — "spot-less" and "im-maculate" came out negative, "quiet" negative.
+    """
+    word = text[start:end].lower()
+    polarity = next((ATTRIBUTE_POLARITY[w] for w in (word, word[:-1], word[:-2]) if w in ATTRIBUTE_POLARITY), None)
+    if polarity is None:
+        return None
+    negated = cues.negated(text, start)
+    if negated:
+        polarity = "negative" if polarity == "positive" else "positive"
+    probs = [ADJECTIVE_CONFIDENCE if label == polarity else (1.0 - ADJECTIVE_CONFIDENCE) / 2 for label in LABELS]
+    lo, hi = sentence_window(text, start, end)
+    intensity, _ = cues.intensity_from(text[lo:hi], polarity, probs, start - lo, end - lo)
+    if negated and _HEDGED_NEGATION.search(text[max(0, start - 40) : start].lower()):
+        intensity = "low"  # "not very clean", "not too noisy": a mild opinion, though "very" is an intensifier
+    return SimplePrediction(polarity, intensity, ADJECTIVE_CONFIDENCE, dict(zip(LABELS, probs, strict=True)))
 
 
 def _emotion_text(text: str, windows: Sequence[tuple[int, int]], other_mentions: Sequence[int]) -> str:

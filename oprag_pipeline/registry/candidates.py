@@ -92,6 +92,17 @@ ATTRIBUTES: dict[str, tuple[str, ...]] = {
 }
 _ATTRIBUTE_OF = {adjective: noun for noun, adjectives in ATTRIBUTES.items() for adjective in adjectives}
 
+# What each adjective says about its quality: "spotless" is a positive opinion of cleanliness, "cramped" a negative
+# one of size. An extractor can read the polarity off the word (then flip it under negation) instead of asking a
+# model trained on aspect *nouns* what an adjective-as-aspect means. Words whose polarity depends on what they
+# describe ("cheap": a good price or shoddy furniture; "fast food") or that double as nouns (an in-room "safe") have
+# none here and are left to the model.
+_POSITIVE = """clean spotless tidy immaculate quiet affordable inexpensive spacious roomy comfortable comfy cozy cosy
+    quick speedy friendly courteous polite welcoming helpful attentive convenient reliable""".split()
+_NEGATIVE = """dirty filthy untidy messy grimy unclean noisy loud expensive pricey overpriced costly cramped
+    uncomfortable slow sluggish unfriendly rude impolite unhelpful inconvenient unsafe dangerous unreliable""".split()
+ATTRIBUTE_POLARITY: dict[str, str] = {**dict.fromkeys(_POSITIVE, "positive"), **dict.fromkeys(_NEGATIVE, "negative")}
+
 
 @dataclass
 class Candidate:

@@ -204,6 +204,28 @@ def test_implied_polarity_patterns() -> None:
     assert implied_polarity("the room was on the fifth floor") is None
 
 
+def test_predicate_polarity_patterns() -> None:
+    from oprag_pipeline.enrich.cues import predicate_polarity
+
+    def of(text: str, aspect: str) -> str | None:
+        return predicate_polarity(text, text.index(aspect) + len(aspect))
+
+    assert of("The rooms were spotless and bright.", "rooms") == "positive"
+    assert of("Staff were always very courteous.", "Staff") == "positive"
+    assert of("The staff weren't very helpful.", "staff") == "negative"
+    assert of("The street was not noisy at all.", "street") == "positive"
+    assert of("The room was on the fifth floor.", "room") is None
+    assert of("The room was cheap.", "room") is None  # no fixed polarity: left to the model
+    assert of("The rooms, which were spotless, faced the sea.", "rooms") is None  # not a predicate of the aspect
+
+
+def test_an_evaluative_predicate_decides(model: AspectSentimentModel) -> None:
+    # the committed network reads "im-maculate" and "spot-less" as negative; the predicate rule overrules it
+    cases = [("The rooms were immaculate.", "rooms"), ("The rooms were spotless with a full bar.", "rooms")]
+    for text, aspect in [*cases, ("The room was quiet.", "room")]:
+        assert model.predict([span(text, aspect)])[0].sentiment == "positive", text
+
+
 def test_rules_can_be_switched_off(model: AspectSentimentModel) -> None:
     text = "We waited 45 minutes for check-in and nobody apologised."
     model.use_rules = False

@@ -322,17 +322,20 @@ class AspectSentimentModel:
 
     def predict(self, items: Sequence[ItemLike]) -> list[AspectPrediction]:
         """Sentiment, intensity and class probabilities for each item (see ``cues.intensity_from`` for intensity)."""
-        from oprag_pipeline.enrich.cues import implied_polarity, intensity_from, local_clause
+        from oprag_pipeline.enrich.cues import implied_polarity, intensity_from, local_clause, predicate_polarity
 
         its = [as_item(x) for x in items]
         probs = softmax(self.logits(its) / self.temperature)
         preds = []
         for it, p in zip(its, probs, strict=True):
             window, s, e = self.encoder.window(it)
-            rule = implied_polarity(local_clause(window, s, e)) if self.use_rules and s is not None else None
+            rule = None
+            if self.use_rules and s is not None:
+                rule = implied_polarity(local_clause(window, s, e)) or predicate_polarity(window, e)
             if rule is not None and LABELS[int(p.argmax())] != rule:
                 # the model follows MAMS, where a long wait for an aspect is "neutral" and "used to be better"
-                # reads as praise; an explicit implied-opinion pattern outweighs it
+                # reads as praise, and it misreads some adjectives it never saw ("spotless"); an explicit
+                # implied-opinion pattern or an evaluative predicate of the aspect outweighs it
                 p = RULE_WEIGHT_KEEP * p + (1.0 - RULE_WEIGHT_KEEP) * np.eye(len(LABELS))[LABELS.index(rule)]
             k = int(p.argmax())
             sentiment = LABELS[k]

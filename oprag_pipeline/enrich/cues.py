@@ -477,3 +477,32 @@ def implied_polarity(clause: str) -> str | None:
     if _IMPLIED_POS.search(low):
         return "positive"
     return None
+
+
+# ------------------------------------------------------------------------------------------ predicate adjectives
+# "The rooms were spotless", "staff were always courteous": an evaluative adjective predicated of the aspect states
+# the opinion outright. The aspect model knows most of these words, but not all (trained on restaurant sentences it
+# reads "spotless" and "immaculate" as negative), so a predicate from the attribute lexicon counts as evidence.
+_PREDICATE = re.compile(
+    r"^\s*(?:is|was|are|were|seemed|seems|looked|looks|felt|feels|remained|stayed)(?P<nt>n't)?\s+"
+    r"(?P<adverbs>(?:(?:very|really|so|extremely|quite|always|incredibly|super|pretty|absolutely|perfectly|too|"
+    r"rather|fairly|not|never|a bit|a little|a tad|somewhat|also|all|both|just|exceptionally|generally|usually|"
+    r"surprisingly|amazingly|reasonably|relatively|spotlessly|immaculately|nice and|clean and)\s+)*)"
+    r"(?P<adjective>[a-z]+)\b"
+)
+
+
+def predicate_polarity(window: str, end: int | None) -> str | None:
+    """The polarity of an attribute adjective predicated of the aspect ending at `end` ("<rooms> were spotless",
+    "<staff> weren't very helpful"), or None when no such predicate follows it."""
+    from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
+
+    if end is None:
+        return None
+    m = _PREDICATE.match(window[end : end + 80].lower())
+    if m is None or m.group("adjective") not in ATTRIBUTE_POLARITY:
+        return None
+    polarity = ATTRIBUTE_POLARITY[m.group("adjective")]
+    if m.group("nt") or re.search(r"\b(?:not|never)\b", m.group("adverbs")):
+        polarity = "negative" if polarity == "positive" else "positive"
+    return polarity

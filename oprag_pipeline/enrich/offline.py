@@ -23,7 +23,7 @@ from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
 from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
 
-OFFLINE_VERSION = "3"
+OFFLINE_VERSION = "4"
 MAX_MENTIONS_PER_ENTITY = 2
 # The probability given to the polarity an evaluative adjective states (see `_adjective_prediction`): the word is
 # explicit, so it outweighs a hedged model answer about the same entity when mentions are pooled.

@@ -447,6 +447,9 @@ Epoch times depend on what else runs on the machine: about 450-550 s per epoch o
   waited for as neutral, so this lowers MAMS accuracy (about 0.83 -> 0.815 on ATSA test) while fixing the implied
   negatives that hotel and forum text is full of; `model.use_rules = False` gives the network alone (the table
   above). `benchmarks/bench_aspect_model.py` prints both.
+- It does the same with `cues.predicate_polarity`: an evaluative adjective of the attribute lexicon predicated of
+  the aspect ("the rooms were spotless", "staff weren't helpful"). The network reads some such words by their
+  sub-words ("spotless", "immaculate" come out negative); this rule changes no MAMS test or val prediction.
 - Intensity (low / medium / high) comes from `cues.intensity_from`: calibrated confidence plus intensity cues.
 - `max_context` in `AspectSentimentModel.load` trades accuracy for speed (ATSA test: 80 tokens 0.833, 48 0.830,
   32 0.829, 24 0.811, 16 0.794).

@@ -13,7 +13,7 @@ and search as a MiniLM vector of the same dimension, so for timing the grid at f
 The retrieved hits are therefore meaningless for the dense half of hybrid search; only timings and sizes measured on
 such an index are worth quoting. `entity_opinion_stats` is materialized too, since the evaluation reads it.
 
-    .venv/bin/python benchmarks/index_stand_in_dense.py --data-dir DATA_DIR --domain DOMAIN
+    .venv/bin/python benchmarks/index_stand_in_dense.py --data-dir DATA_DIR --domain DOMAIN [--assets raw_kb,...]
 """
 
 from __future__ import annotations
@@ -54,7 +54,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--domain", required=True)
+    parser.add_argument("--assets", default=",".join(ASSETS), help=f"comma-separated subset of {', '.join(ASSETS)}")
     args = parser.parse_args()
+    chosen = [name.strip() for name in args.assets.split(",") if name.strip()]
+    if unknown := sorted(set(chosen) - set(ASSETS)):
+        parser.error(f"unknown assets: {', '.join(unknown)}")
     data_dir = args.data_dir.resolve()
     # The definitions read the data directory from the environment when they are imported.
     os.environ["OPRAG_DATA_DIR"] = str(data_dir)
@@ -76,7 +80,7 @@ def main() -> None:
         register_domains(instance, [args.domain])
         result = materialize(
             ALL_ASSETS,
-            selection=[AssetKey(name) for name in ASSETS],
+            selection=[AssetKey(name) for name in chosen],
             partition_key=args.domain,
             instance=instance,
             resources=resources,

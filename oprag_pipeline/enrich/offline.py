@@ -201,7 +201,8 @@ class OfflineExtractor:
 def _predict(scorer: AspectScorer, items: Sequence[tuple[str, int, int]]) -> list[Any]:
     """Predictions in item order: a quality named by an evaluative adjective is read off the word, the rest scored."""
     read = [_adjective_prediction(*item) for item in items]
-    scored = iter(scorer.predict([item for item, p in zip(items, read, strict=True) if p is None]) if items else [])
+    to_score = [item for item, p in zip(items, read, strict=True) if p is None]
+    scored = iter(scorer.predict(to_score) if to_score else [])
     return [p if p is not None else next(scored) for p in read]
 
 

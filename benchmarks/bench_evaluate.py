@@ -12,8 +12,9 @@ belongs to is printed with it.
 
 At the corpus's full size the knowledge bases hold millions of points, and embedding them with MiniLM on 2 cores
 takes many hours. `--stand-in-dense` first indexes the domain through the pipeline's own index assets with real
-BM25 and hash-seeded random dense vectors (see `index_stand_in_dense.py`), which the engine stores, indexes and
-searches at the same cost: the timings hold, the retrieved hits do not, so quote no metric from such a run.
+BM25 and hash-seeded random dense vectors (see `index_stand_in_dense.py`): they cost the engine the same to store
+and index, and searching them is if anything slower, so the timings are an upper bound; the retrieved hits mean
+nothing, so quote no metric from such a run.
 
     .venv/bin/python benchmarks/bench_evaluate.py --data-dir DATA_DIR --domain DOMAIN [--stand-in-dense]
 """

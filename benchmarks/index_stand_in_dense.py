@@ -2,8 +2,9 @@
 
 Why this exists: the evaluation benchmark's target is set on the whole TripAdvisor corpus (229k reviews), whose
 knowledge bases hold millions of points. Embedding them with MiniLM on 2 CPU cores takes many hours, far longer than
-the evaluation grid the benchmark times. A dense vector drawn at random costs the engine the same to store, index
-and search as a MiniLM vector of the same dimension, so for timing the grid at full size this script writes:
+the evaluation grid the benchmark times. A random dense vector costs the engine the same to store and index as a
+MiniLM vector of the same dimension; searching it is, if anything, slower (random 384-d vectors have none of the
+structure HNSW exploits), so grid timings measured on it are an upper bound. For timing at full size this writes:
 
 * every point the real `raw_kb`, `entity_split_kb` and `enriched_kb` assets write (same chunks, texts, payloads,
   point ids and content hashes, through the same sync and vector-store adapter);

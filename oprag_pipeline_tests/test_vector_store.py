@@ -27,6 +27,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from oprag_pipeline.index.vector_store import (
+    INTEGER_FIELDS,
     KEYWORD_FIELDS,
     ClientVectorStore,
     CollectionNotFoundError,
@@ -275,6 +276,8 @@ def test_payload_indexes_where_the_engine_has_them(store: VectorStore) -> None:
         return
     for name in KEYWORD_FIELDS:
         assert fields[name] == "keyword"
+    for name in INTEGER_FIELDS:
+        assert fields[name] == "integer"
     assert fields["author_traveller_type"] == "keyword"  # made on first sight in upsert
     assert fields["author_year"] == "integer"
     assert "text" not in fields and "content_hash" not in fields

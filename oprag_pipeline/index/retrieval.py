@@ -46,13 +46,12 @@ class OpinionProfile:
         return cls(EntityFinder({e.entity_id: [e.name, *e.aliases] for e in entities}), counts)
 
 
-def _sigma_filter(sigma: int) -> dict[str, str]:
-    if sigma == 0:
-        return {"sentiment": "neutral"}
-    for (sentiment, level), value in SIGMA_SCALE.items():
-        if value == sigma:
-            return {"sentiment": sentiment.value, "intensity": level.value}
-    raise ValueError(f"{sigma} is not a point of the σ-scale")
+def _sigma_filter(sigma: int) -> dict[str, int]:
+    """One σ-level as a filter on the indexed integer σ-score (one indexed condition, where sentiment AND intensity
+    would make the engine check the unindexed intensity in each candidate's payload)."""
+    if sigma != 0 and sigma not in SIGMA_SCALE.values():
+        raise ValueError(f"{sigma} is not a point of the σ-scale")
+    return {"sentiment_intensity": sigma}
 
 
 @dataclass

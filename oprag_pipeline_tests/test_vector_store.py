@@ -384,6 +384,23 @@ def test_edge_shard_is_one_folder_per_collection_and_single_writer(store_dir: Pa
     rival.close()
 
 
+def test_edge_gives_an_older_collection_the_indexes_its_queries_rely_on(store_dir: Path) -> None:
+    """A collection written before the σ-score index existed gets it when next opened, so balanced retrieval does not
+    fall back to reading payloads from disk; its points and other indexes are untouched."""
+    import qdrant_edge
+
+    store = EdgeVectorStore(store_dir / "qdrant")
+    store.ensure_collection(COLLECTION, DIM)
+    store.upsert(COLLECTION, CORPUS.points)
+    store._shard(COLLECTION).update(qdrant_edge.UpdateOperation.delete_field_index("sentiment_intensity"))
+    assert "sentiment_intensity" not in EdgeVectorStore._read_indexes(store._shard(COLLECTION))
+    store.close()
+    reopened = EdgeVectorStore(store_dir / "qdrant")
+    assert reopened.indexed_fields(COLLECTION)["sentiment_intensity"] == "integer"
+    assert reopened.count(COLLECTION) == len(CORPUS.points)
+    reopened.close()
+
+
 def test_edge_builds_segments_while_writing_and_caps_their_size(store_dir: Path) -> None:
     """Large collections must not pile every point into one unoptimized segment (its single HNSW build was what set
     the peak memory): every `optimize_every` points are indexed as they come, into segments of bounded size."""

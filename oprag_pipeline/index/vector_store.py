@@ -416,6 +416,9 @@ class EdgeVectorStore:
             raise
         self._shards[name] = shard
         self._indexed[name] = self._read_indexes(shard)
+        # A collection written by an older version may lack an index this version's queries rely on (the σ-score);
+        # making it here costs one pass over the payloads once (18 s at 2.48M points) instead of slow queries forever.
+        self._create_indexes(name, shard, _standard_indexes())
         return shard
 
     def _shard(self, name: str) -> qdrant_edge.EdgeShard:

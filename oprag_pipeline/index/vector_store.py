@@ -70,6 +70,11 @@ INTEGER_FIELDS: tuple[str, ...] = ("sentiment_intensity",)
 """Integer payload indexes made with every collection. Opinion-balanced retrieval filters on the σ-score; without an
 index the engine reads each candidate's payload from disk to check it, measured at 2-3 s per filtered query on a
 2.48M-point KB instead of 20 ms (points without the field, such as raw chunks, are simply absent from the index)."""
+_STANDARD_INDEXES: Mapping[str, str] = {
+    **dict.fromkeys(KEYWORD_FIELDS, "keyword"),
+    **dict.fromkeys(INTEGER_FIELDS, "integer"),
+}
+"""The payload indexes every collection gets (author fields are added on first sight)."""
 AUTHOR_FIELD_PREFIX = "author_"
 RRF_K = 2
 """Reciprocal-rank-fusion constant: Qdrant's default, so the server adapter can send the plain RRF fusion query
@@ -278,11 +283,6 @@ def _filter_terms(filters: Mapping[str, FilterValue] | None) -> list[tuple[str, 
     return terms
 
 
-def _standard_indexes() -> dict[str, str]:
-    """The payload indexes every collection gets at creation (author fields are added on first sight)."""
-    return {**dict.fromkeys(KEYWORD_FIELDS, "keyword"), **dict.fromkeys(INTEGER_FIELDS, "integer")}
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -418,7 +418,7 @@ class EdgeVectorStore:
         self._indexed[name] = self._read_indexes(shard)
         # A collection written by an older version may lack an index this version's queries rely on (the σ-score);
         # making it here costs one pass over the payloads once (18 s at 2.48M points) instead of slow queries forever.
-        self._create_indexes(name, shard, _standard_indexes())
+        self._create_indexes(name, shard, _STANDARD_INDEXES)
         return shard
 
     def _shard(self, name: str) -> qdrant_edge.EdgeShard:
@@ -472,7 +472,7 @@ class EdgeVectorStore:
                 self._shards[name] = shard
                 self._indexed[name] = {}
                 logger.info("created vector collection %s at %s (dense %d-d)", name, path, dense_dim)
-            self._create_indexes(name, shard, _standard_indexes())
+            self._create_indexes(name, shard, _STANDARD_INDEXES)
 
     def upsert(self, name: str, points: Sequence[IndexPoint]) -> None:
         shard = self._shard(name)
@@ -697,7 +697,7 @@ class ClientVectorStore:
                 sparse_vectors_config={SPARSE_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)},
             )
             logger.info("created vector collection %s (dense %d-d)", name, dense_dim)
-        self._create_indexes(name, _standard_indexes())
+        self._create_indexes(name, _STANDARD_INDEXES)
 
     def upsert(self, name: str, points: Sequence[IndexPoint]) -> None:
         _check_name(name)

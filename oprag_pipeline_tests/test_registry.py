@@ -61,6 +61,18 @@ def test_mining_keeps_what_many_documents_discuss() -> None:
     assert found["desk"].doc_frequency == 4  # the head noun is a candidate of its own
 
 
+def test_trailing_hyphens_do_not_make_aliases() -> None:
+    """Real text leaves dashes on words ("the room- which"); the alias is still "room", and inner hyphens stay."""
+    docs = [
+        ("a", "The room- which we had was small."),
+        ("b", "The room was small. The check-in was slow."),
+        ("c", "The rooms were fine. The check-in- was quick."),
+    ]
+    found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=2)}
+    assert set(found["room"].aliases) == {"room", "rooms"} and found["room"].doc_frequency == 3
+    assert set(found["check-in"].aliases) == {"check-in"}
+
+
 def test_qualities_named_only_by_adjectives_become_candidates() -> None:
     docs = [(f"a{i}", "Our room was spotless and quiet.") for i in range(3)]
     docs += [(f"b{i}", "The room was filthy. The noise from the bar was awful.") for i in range(3)]

@@ -23,7 +23,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*|[.!?;:,()\"]")
+TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'\-]*[A-Za-z0-9])?|[.!?;:,()\"]")
+"""Words keep inner hyphens and apostrophes ("check-in", "don't") but not trailing ones, which real text leaves on
+words ("the room- which was"), and which would otherwise become aliases such as "room-"."""
 
 DETERMINERS = frozenset(
     """
@@ -91,6 +93,7 @@ ATTRIBUTES: dict[str, tuple[str, ...]] = {
     }.items()
 }
 _ATTRIBUTE_OF = {adjective: noun for noun, adjectives in ATTRIBUTES.items() for adjective in adjectives}
+ATTRIBUTE_ADJECTIVES = frozenset(_ATTRIBUTE_OF)
 
 # What each adjective says about its quality: "spotless" is a positive opinion of cleanliness, "cramped" a negative
 # one of size. An extractor can read the polarity off the word (then flip it under negation) instead of asking a

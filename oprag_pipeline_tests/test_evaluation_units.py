@@ -9,7 +9,13 @@ import pytest
 
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, map_gold, phrase_keys
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion
-from oprag_pipeline.evaluate.questions import QUESTION_TYPES, QuestionEntity, generate_questions, with_article
+from oprag_pipeline.evaluate.questions import (
+    QUESTION_TYPES,
+    QuestionEntity,
+    _verbs_for,
+    generate_questions,
+    with_article,
+)
 from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
 from oprag_pipeline.evaluate.sql_models import compile_test, load_models, sql_literal
@@ -70,6 +76,31 @@ def test_questions_cover_every_type_with_distinct_wording_and_stable_ids() -> No
     renamed = generate_questions("hotels", QuestionEntity("e7", "reception", ("desk",), None), per_type=2)
     assert [q.question_id for q in renamed] == [q.question_id for q in questions]
     assert generate_questions("forum", ENTITY, per_type=2)[0].question_id != questions[0].question_id
+
+
+def test_verbs_agree_with_the_name_a_question_uses() -> None:
+    """A plural alias takes plural verbs ("Are the rooms any good?"), a singular one singular verbs, in every
+    template; an evaluative adjective that finds a quality ("spotless") is never used to name it in a question."""
+    from oprag_pipeline.evaluate.questions import COMPARISON_FALLBACK, TEMPLATES, is_plural
+
+    assert is_plural("the rooms") and is_plural("the policies") and is_plural("double rooms")
+    assert not is_plural("the room") and not is_plural("the glass") and not is_plural("the wifi")
+    for template in [*(t for ts in TEMPLATES.values() for t in ts), *COMPARISON_FALLBACK]:
+        for name in ("the rooms", "the room"):
+            text = template.format(e=name, o="the hotel", **_verbs_for(name))
+            words = text.lower().rstrip("?.").replace(",", "").split()
+            for singular, plural in (("is", "are"), ("was", "were"), ("does", "do"), ("has", "have")):
+                wrong = singular if name == "the rooms" else plural
+                assert f"{wrong} {name}" not in " ".join(words), text
+    rooms = QuestionEntity("e1", "room", ("rooms", "double rooms", "spotless"), "hotel")
+    texts = [q.text for q in generate_questions("hotels", rooms, per_type=6)]
+    assert any(
+        t.startswith(("Are the rooms", "Are the double rooms", "Do the rooms", "Do the double rooms")) for t in texts
+    )
+    assert not any("the rooms is" in t.lower() or t.startswith(("Is the rooms", "Does the rooms")) for t in texts)
+    assert all("spotless" not in t for t in texts)
+    cleanliness = QuestionEntity("e2", "cleanliness", ("clean", "spotless", "dirty"), None)
+    assert {q.entity_phrase for q in generate_questions("hotels", cleanliness)} == {"the cleanliness"}
 
 
 def test_comparison_without_partner_compares_with_expectations() -> None:

@@ -79,11 +79,6 @@ class ScoreDistribution:
         weights = np.array([c / total for _, c in kept], dtype=np.float64) if total else np.zeros(0)
         return cls(values, weights, total)
 
-    @classmethod
-    def of(cls, sample: Iterable[float]) -> ScoreDistribution:
-        values, counts = np.unique(np.asarray(list(sample), dtype=np.float64), return_counts=True)
-        return cls.from_counts(dict(zip(values.tolist(), counts.tolist(), strict=True)))
-
     def __len__(self) -> int:
         return self.size
 

@@ -157,7 +157,7 @@ FROM enriched_entity_docs WHERE domain = ? ORDER BY point_key
 """
 
 
-ENTITY_DOCS_BATCH_ROWS = 20_000
+EXPORT_BATCH_ROWS = 20_000
 
 
 def _entity_point(domain: str, r: tuple, *, enriched: bool) -> SourcePoint:
@@ -183,7 +183,7 @@ def _entity_point(domain: str, r: tuple, *, enriched: bool) -> SourcePoint:
 
 def _export_entity_docs(conn, domain: str, path: Path) -> int:
     """Copy the domain's per-entity documents to a Parquet file, batch by batch; returns the row count."""
-    reader = conn.sql(ENTITY_DOCS_SQL, params=[domain]).to_arrow_reader(ENTITY_DOCS_BATCH_ROWS)
+    reader = conn.sql(ENTITY_DOCS_SQL, params=[domain]).to_arrow_reader(EXPORT_BATCH_ROWS)
     rows = 0
     with pq.ParquetWriter(path, reader.schema) as writer:
         for batch in reader:
@@ -193,7 +193,7 @@ def _export_entity_docs(conn, domain: str, path: Path) -> int:
 
 
 def _entity_points(path: Path, domain: str, *, enriched: bool) -> Iterator[SourcePoint]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=ENTITY_DOCS_BATCH_ROWS):
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=EXPORT_BATCH_ROWS):
         for r in zip(*(column.to_pylist() for column in batch.columns), strict=True):
             yield _entity_point(domain, r, enriched=enriched)
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oprag_pipeline.index.vector_store import IndexPoint, VectorStore, point_uuid
+from oprag_pipeline.index.vector_store import IndexPoint, VectorStore, batched, point_uuid
 
 KBS = ("raw", "entity_split", "enriched")
 
@@ -79,7 +79,8 @@ def sync_collection(
     log(f"{name}: {len(desired):,} points wanted, {len(changed):,} to embed and write, {len(removed):,} to delete")
     written = 0
     if changed:
-        for batch in _batches(((pid, point) for pid, point in _with_ids(read()) if pid in changed), batch_size):
+        changed_points = ((pid, point) for point in read() if (pid := point_uuid(point.key)) in changed)
+        for batch in batched(changed_points, batch_size):
             texts = [point.text for _, point in batch]
             dense = embedder.embed_dense(texts)
             sparse = embedder.embed_sparse(texts)
@@ -118,20 +119,3 @@ def sync_collection(
         unchanged=len(desired) - len(changed),
         seconds=time.perf_counter() - started,
     )
-
-
-def _with_ids(points: Iterable[SourcePoint]) -> Iterator[tuple[str, SourcePoint]]:
-    for point in points:
-        yield point_uuid(point.key), point
-
-
-def _batches(items: Iterable[tuple[str, SourcePoint]], size: int) -> Iterator[list[tuple[str, SourcePoint]]]:
-    """`itertools.batched`, which needs Python 3.12; the project supports 3.11."""
-    batch: list[tuple[str, SourcePoint]] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

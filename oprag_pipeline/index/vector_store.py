@@ -41,11 +41,11 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -83,6 +83,7 @@ RRF_K = 2
 POINT_NAMESPACE = uuid.UUID("5f0c43e4-4e0b-5d1a-9a51-6f7072616721")
 """uuid5 namespace of oprag point ids. Never change it: every stored point id is derived from it."""
 
+T = TypeVar("T")
 SearchMode = Literal["semantic", "hybrid"]
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 SparseInput = Any
@@ -310,9 +311,16 @@ def _new_author_fields(points: Sequence[IndexPoint], known: Mapping[str, str]) -
     return found
 
 
-def _batches(points: Sequence[IndexPoint], size: int) -> Iterator[Sequence[IndexPoint]]:
-    for start in range(0, len(points), size):
-        yield points[start : start + size]
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """`itertools.batched` (Python 3.12+; the project supports 3.11): lists of `size` items, the last one shorter."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _redact_url(url: str) -> str:
@@ -482,7 +490,7 @@ class EdgeVectorStore:
         with self._lock:
             self._create_indexes(name, shard, _new_author_fields(points, self._indexed.get(name, {})))
             self._dirty.add(name)
-        for batch in _batches(points, _EDGE_UPSERT_BATCH):
+        for batch in batched(points, _EDGE_UPSERT_BATCH):
             edge_points = []
             for point in batch:
                 indices, values = _sparse_lists(point.sparse)
@@ -709,7 +717,7 @@ class ClientVectorStore:
                 return
             if not self._local:
                 self._create_indexes(name, _new_author_fields(points, self._known_indexes(name)))
-            for batch in _batches(points, _CLIENT_UPSERT_BATCH):
+            for batch in batched(points, _CLIENT_UPSERT_BATCH):
                 structs = []
                 for point in batch:
                     indices, values = _sparse_lists(point.sparse)

@@ -37,7 +37,7 @@ INTENSITIES = ("low", "medium", "high")
 EMOTIONS = tuple(e.value for e in Emotion)  # the closed set of enrich/schema.py
 EVIDENCE_TYPES = ("personal_experience", "anecdotal", "data_driven")
 
-#: The σ-scale of DESIGN.md: neutral is 0 whatever the intensity.
+#: The σ-scale of docs/design.md: neutral is 0 whatever the intensity.
 SIGMA = {
     ("positive", "high"): 30,
     ("positive", "medium"): 20,

@@ -87,7 +87,7 @@ class AspectPrediction:
 
     @property
     def sentiment_intensity(self) -> int:
-        """The σ-scale value (±10/20/30, 0 for neutral) from DESIGN.md."""
+        """The σ-scale value (±10/20/30, 0 for neutral) from docs/design.md."""
         return sentiment_intensity(self.sentiment, self.intensity)
 
 

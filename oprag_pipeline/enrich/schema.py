@@ -54,7 +54,7 @@ IMPACT_SCALE = {Level.high: 30, Level.medium: 20, Level.low: 10}
 
 
 def sentiment_intensity(sentiment: str, intensity: str) -> int:
-    """The σ-scale score of DESIGN.md: ±10/20/30 by intensity, 0 for neutral whatever its intensity."""
+    """The σ-scale score of docs/design.md: ±10/20/30 by intensity, 0 for neutral whatever its intensity."""
     if sentiment == Sentiment.neutral:
         return 0
     return SIGMA_SCALE[(Sentiment(sentiment), Level(intensity))]

@@ -1,0 +1,33 @@
+"""The asset graph as Dagster resolves it: every dependency named by string is a real asset of the definitions.
+
+A `deps=["some_name"]` that names nothing is not an error to Dagster: it becomes an external asset that is never
+materialized, and the asset depending on it silently loses its upstream. So the names are checked here.
+"""
+
+from __future__ import annotations
+
+from dagster import AssetKey
+
+from oprag_pipeline.definitions import build_definitions
+
+
+def test_every_dependency_names_an_asset_of_the_definitions() -> None:
+    defs = build_definitions()
+    graph = defs.resolve_asset_graph()
+    materializable = {key for key in graph.get_all_asset_keys() if graph.get(key).is_materializable}
+    assert AssetKey("raw_documents") in materializable  # the graph was really read
+    dangling = {
+        (key.to_user_string(), parent.to_user_string())
+        for key in materializable
+        for parent in graph.get(key).parent_keys
+        if parent not in materializable
+    }
+    assert not dangling, f"dependencies on assets that do not exist: {sorted(dangling)}"
+
+
+def test_the_pipeline_runs_from_ingest_to_the_report() -> None:
+    """The graph is one chain, not islands: the report is downstream of ingest."""
+    graph = build_definitions().resolve_asset_graph()
+    upstream = graph.get_ancestor_asset_keys(AssetKey("evaluation_report"))
+    for stage in ("raw_documents", "entity_registry", "opinions", "enriched_kb", "raw_kb", "question_metrics"):
+        assert AssetKey(stage) in upstream, stage

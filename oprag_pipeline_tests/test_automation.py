@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from dagster import (
     DagsterInstance,
     build_schedule_context,
@@ -71,6 +72,7 @@ def test_schedule_requests_every_registered_domain(dagster_instance: DagsterInst
     assert sorted(r.run_key for r in requests) == ["nightly:a:2026-01-02", "nightly:b:2026-01-02"]
 
 
+@pytest.mark.slow
 def test_definitions_load_like_dagster_dev(tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "OPRAG_DATA_DIR": str(tmp_path / "data")}
     bin_dir = Path(sys.executable).parent
@@ -102,3 +104,23 @@ def test_definitions_load_like_dagster_dev(tmp_path: Path) -> None:
     assets_line, automation_line = listing.stdout.strip().splitlines()[-2:]
     assert "raw_documents" in assets_line
     assert "domain_files_sensor" in automation_line and "nightly_reindex_schedule" in automation_line
+
+
+@pytest.mark.slow
+def test_dg_project_configuration_loads_the_code_location(tmp_path: Path) -> None:
+    """`dg check defs` and `dg list defs` work from the repository root, under the location name pyproject gives."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "OPRAG_DATA_DIR": str(tmp_path / "data")}
+    dg = str(Path(sys.executable).parent / "dg")
+    check = subprocess.run(
+        [dg, "check", "defs", "--use-active-venv"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "All definitions loaded successfully" in check.stdout + check.stderr
+    listing = subprocess.run(
+        [dg, "list", "defs", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    assert "raw_documents" in listing.stdout and "evaluation_report" in listing.stdout

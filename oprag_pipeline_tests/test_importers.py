@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from oprag_pipeline import importers
+from oprag_pipeline.evaluate.gold import load_rated_aspects
 from oprag_pipeline.importers import IMPORTERS, ImportResult, run_import
 from oprag_pipeline.importers.common import parse_date
-from oprag_pipeline.evaluate.gold import load_rated_aspects
 from oprag_pipeline.importers.huliu import parse_annotations
 from oprag_pipeline.importers.memd_absa import detokenise
 from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS

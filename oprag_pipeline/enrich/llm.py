@@ -363,6 +363,15 @@ class MissingCredentialsError(RuntimeError):
     """An extractor that needs an API key was built without one in the environment."""
 
 
+class LLMRequestFailed(RuntimeError):
+    """`ask` gave up; the tokens of its failed attempts still cost money, so they travel with the error."""
+
+    def __init__(self, reason: str, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        super().__init__(reason)
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
+
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
 # Loggers of the libraries on the request path. Logger filters do not apply to records propagated from child loggers,
@@ -736,13 +745,26 @@ class _LLMExtractor:
                 self._sleep(delay)
         return None, diagnosis
 
-    def ask(self, system: str, user: str, response_model: type[BaseModel]) -> tuple[Any, int, int]:
+    def ask(
+        self,
+        system: str,
+        user: str,
+        response_model: type[BaseModel],
+        *,
+        label: str | None = None,
+        abort: threading.Event | None = None,
+    ) -> tuple[Any, int, int]:
         """A structured answer to any prompt through the same client and retry policy as extraction (used by the
-        evaluation's LLM question generation): (answer, input tokens, output tokens); RuntimeError on failure."""
+        evaluation's LLM question generation and the registry bootstrap): (answer, input tokens, output tokens);
+        `LLMRequestFailed` (a RuntimeError carrying the tokens spent) on failure. `abort`, shared by the calls of one
+        batch, is set by an authentication or unknown-model error so the other calls stop instead of repeating it."""
         usage = _Usage()
-        answer, diagnosis = self._call(response_model.__name__, system, user, response_model, usage)
+        abort_reason: list[str] = []
+        answer, diagnosis = self._call(
+            label or response_model.__name__, system, user, response_model, usage, abort, abort_reason
+        )
         if answer is None:
-            raise RuntimeError(redact(diagnosis.reason)[:MAX_REASON_CHARS])
+            raise LLMRequestFailed(redact(diagnosis.reason)[:MAX_REASON_CHARS], usage.input_tokens, usage.output_tokens)
         return answer, usage.input_tokens, usage.output_tokens
 
     # -- retry plumbing ------------------------------------------------------------------------------------------
@@ -1019,6 +1041,7 @@ class OpenAICompatibleExtractor(_LLMExtractor):
 __all__ = [
     "ANTHROPIC_PRICES",
     "AnthropicExtractor",
+    "LLMRequestFailed",
     "MissingCredentialsError",
     "OpenAICompatibleExtractor",
     "OpinionAnswer",

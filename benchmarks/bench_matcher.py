@@ -6,8 +6,9 @@ Corpus: the first `--docs` reviews of every `--every`-th TripAdvisor hotel file 
 registry is built the way the pipeline builds it: candidates mined from the first 300 documents, clustered with
 MiniLM.
 
-Prints, per matcher: documents/s of matching alone, mentions found, and how many mentions the two disagree on;
-then reviews/s of `OfflineExtractor.extract` over the first `--extract-docs` documents (model scorer).
+Prints, per matcher: documents per CPU second of matching alone, mentions found, and how many mentions the two
+disagree on (`--show-differences N` prints N of them); then reviews/s of `OfflineExtractor.extract` over the
+first `--extract-docs` documents (model scorer) with each matcher.
 
     .venv/bin/python benchmarks/bench_matcher.py [--docs 3000] [--extract-docs 1000] [--every 40] [--shared DIR]
 """
@@ -20,6 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -97,14 +99,17 @@ def build_registry(docs: list[tuple[str, str]]) -> list[RegistryEntity]:
     ]
 
 
-def time_matcher(find, texts: list[str], repeats: int = 3) -> tuple[float, list[list[tuple[str, int, int]]]]:
-    best = float("inf")
-    found: list[list[tuple[str, int, int]]] = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        found = [[tuple(m[:3]) for m in find(t)] for t in texts]
-        best = min(best, time.perf_counter() - started)
-    return len(texts) / best, found
+def time_matchers(finders: dict[str, Any], texts: list[str], rounds: int = 5) -> dict[str, tuple[float, list]]:
+    """Documents per CPU second of each matcher (best of `rounds`, taken in turn so both see the same load), and
+    the mentions each found."""
+    best = dict.fromkeys(finders, float("inf"))
+    found: dict[str, list] = {}
+    for _ in range(rounds):
+        for name, find in finders.items():
+            started = time.process_time()
+            found[name] = [[tuple(m[:3]) for m in find(t)] for t in texts]
+            best[name] = min(best[name], time.process_time() - started)
+    return {name: (len(texts) / max(best[name], 1e-9), found[name]) for name in finders}
 
 
 class _PreviousAsShared(PreviousMatcher):
@@ -153,6 +158,7 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=3000)
     parser.add_argument("--extract-docs", type=int, default=1000)
     parser.add_argument("--every", type=int, default=40)
+    parser.add_argument("--show-differences", type=int, default=0, help="print this many differing mentions")
     parser.add_argument("--shared", type=Path, default=SHARED, help="the shared data folder (default ../shared/data)")
     args = parser.parse_args()
 
@@ -162,27 +168,35 @@ def main() -> int:
     aliases = sum(len(e.aliases) for e in entities)
     print(f"corpus: {corpus}, {len(docs):,} documents; registry: {len(entities)} entities, {aliases} aliases")
 
-    rate_old, old = time_matcher(PreviousMatcher(entities).find, texts)
-    rows = [("previous regex matcher", rate_old, sum(map(len, old)))]
     try:
         from oprag_pipeline.registry.matching import AliasMatcher
     except ImportError:
         AliasMatcher = None  # before the shared matcher existed
+    finders: dict[str, Any] = {"previous regex matcher": PreviousMatcher(entities).find}
     if AliasMatcher is not None:
-        rate_new, new = time_matcher(AliasMatcher(entities).mentions, texts)
-        rows.append(("shared matcher", rate_new, sum(map(len, new))))
+        finders["shared matcher"] = AliasMatcher(entities).mentions
+    timed = time_matchers(finders, texts)
+    print(f"\n{'matcher':<26}{'docs/CPU s':>12}{'mentions':>12}")
+    for name, (rate, found) in timed.items():
+        print(f"{name:<26}{rate:>12,.0f}{sum(map(len, found)):>12,}")
+    if AliasMatcher is not None:
+        old, new = timed["previous regex matcher"][1], timed["shared matcher"][1]
         differ = sum(set(a) != set(b) for a, b in zip(old, new, strict=True))
         only_new = sum(len(set(b) - set(a)) for a, b in zip(old, new, strict=True))
         only_old = sum(len(set(a) - set(b)) for a, b in zip(old, new, strict=True))
-    print(f"\n{'matcher':<26}{'docs/s':>12}{'mentions':>12}")
-    for name, rate, mentions in rows:
-        print(f"{name:<26}{rate:>12,.0f}{mentions:>12,}")
-    if AliasMatcher is not None:
         print(
             f"documents whose mentions differ: {differ:,}; mentions only in the shared matcher: {only_new:,}, "
             f"only in the previous one: {only_old:,}"
         )
-
+        if args.show_differences:
+            shown = 0
+            for text, a, b in zip(texts, old, new, strict=True):
+                for label, spans in (("only previous", set(a) - set(b)), ("only shared", set(b) - set(a))):
+                    for entity_id, start, end in sorted(spans, key=lambda m: m[1]):
+                        if shown < args.show_differences:
+                            context = text[max(0, start - 25) : end + 25].replace("\n", " ")
+                            print(f"  {label:<14} {entity_id:<10} {text[start:end]!r:<24} ...{context}...")
+                            shown += 1
     if args.extract_docs:
         extraction(docs[: args.extract_docs], entities, shared_available=AliasMatcher is not None)
     return 0

@@ -36,8 +36,10 @@ from oprag_pipeline.registry.candidates import DETERMINERS, MODIFIERS
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 """Letters and digits, with inner apostrophes ("don't", "hotel's"); hyphens split words (see the module doc)."""
+_GAP_AND_WORD = re.compile(r"([\W_]*?)([^\W_]+(?:['\u2019][^\W_]+)*)")
 _HYPHENS = "-\u2010\u2011"
-_LINK_CHARS = frozenset(" \t\r\n\u00a0" + _HYPHENS)
+_HYPHENS_SET = frozenset(_HYPHENS)
+_LINK_CHARS = " \t\r\n\u00a0" + _HYPHENS  # what may stand between the words of one alias
 # Words of one or two letters are left as written: the lemma rules would turn "as" into "a" and "us" is no plural.
 _MIN_LEMMA_LENGTH = 3
 # The longest alias considered, in words: registry aliases are at most three content words, questions and gold
@@ -105,20 +107,19 @@ class _Words(NamedTuple):
 
 
 def _words(text: str) -> _Words:
-    keys: list[str] = []
+    # One C-level pass: each item is (the non-word characters before a word, the word), so offsets are running sums
+    # and no match object is built per word (this runs on every document).
+    pairs = _GAP_AND_WORD.findall(text)
+    keys = [word_key(word) for _, word in pairs]
     spans: list[tuple[int, int]] = []
-    linked: list[bool] = []
-    glued: list[bool] = []
-    previous_end = -1
-    for match in _WORD.finditer(text):
-        start, end = match.span()
-        gap = text[previous_end:start] if previous_end >= 0 else ""
-        linked.append(bool(gap) and all(c in _LINK_CHARS for c in gap))
-        glued.append(len(gap) == 1 and gap in _HYPHENS)
-        keys.append(word_key(match.group(0)))
-        spans.append((start, end))
-        previous_end = end
-    n = len(keys)
+    position = 0
+    for gap, word in pairs:
+        position += len(gap)
+        spans.append((position, position + len(word)))
+        position += len(word)
+    n = len(pairs)
+    linked = [i > 0 and bool(gap) and not gap.strip(_LINK_CHARS) for i, (gap, _) in enumerate(pairs)]
+    glued = [i > 0 and gap in _HYPHENS_SET for i, (gap, _) in enumerate(pairs)]
     run_end = [n] * n
     for i in range(n - 2, -1, -1):
         run_end[i] = run_end[i + 1] if linked[i + 1] else i + 1

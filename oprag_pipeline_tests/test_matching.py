@@ -73,6 +73,11 @@ def test_word_boundaries_hyphenated_compounds_and_punctuation() -> None:
     assert spans(matcher, "It is at the front. Desk staff were away.") == [("e4", "staff")]  # not across a stop
 
 
+def test_a_possessive_is_not_part_of_the_mention() -> None:
+    matcher = AliasMatcher(ENTITIES)
+    assert spans(matcher, "The room's door and the staff\u2019s smiles.") == [("e9", "room"), ("e4", "staff")]
+
+
 def test_a_name_beats_another_entitys_alias() -> None:
     matcher = AliasMatcher([RegistryEntity("a", "hotel", ("room",)), RegistryEntity("b", "room", ())])
     assert matcher.entities_in("the rooms of the hotel") == ["b", "a"]

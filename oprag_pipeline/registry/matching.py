@@ -38,6 +38,7 @@ _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 """Letters and digits, with inner apostrophes ("don't", "hotel's"); hyphens split words (see the module doc)."""
 _GAP_AND_WORD = re.compile(r"([\W_]*?)([^\W_]+(?:['\u2019][^\W_]+)*)")
 _HYPHENS = "-\u2010\u2011"
+_POSSESSIVES = frozenset({"'s", "'S", "\u2019s", "\u2019S"})
 _HYPHENS_SET = frozenset(_HYPHENS)
 _LINK_CHARS = " \t\r\n\u00a0" + _HYPHENS  # what may stand between the words of one alias
 # Words of one or two letters are left as written: the lemma rules would turn "as" into "a" and "us" is no plural.
@@ -115,7 +116,9 @@ def _words(text: str) -> _Words:
     position = 0
     for gap, word in pairs:
         position += len(gap)
-        spans.append((position, position + len(word)))
+        # a possessive is not part of the name: "the hotel's staff" mentions "hotel" at the word itself
+        possessive = 2 if word[-2:] in _POSSESSIVES else 0
+        spans.append((position, position + len(word) - possessive))
         position += len(word)
     n = len(pairs)
     linked = [i > 0 and bool(gap) and not gap.strip(_LINK_CHARS) for i, (gap, _) in enumerate(pairs)]

@@ -83,7 +83,8 @@ class CandidateConfig(Config):
     kinds={"duckdb"},
     deps=["extraction_sample"],
     description="Opinion-target candidates mined from the sample: determiner- or copula-anchored phrases that "
-    "several documents mention, with the surface forms seen.",
+    "several documents mention, with the surface forms seen; with an LLM extractor, the targets the LLM extracted "
+    "from the sample that the documents really name.",
 )
 def entity_candidates(
     context: AssetExecutionContext, config: CandidateConfig, warehouse: DuckDBResource, extractor: ExtractorResource

@@ -158,9 +158,6 @@ class AliasMatcher:
             _Entry(entity_id, phrases[0], tuple(phrases[1:])) for entity_id, phrases in aliases.items() if phrases
         )
 
-    def __len__(self) -> int:
-        return len(self._owner)
-
     def mentions(self, text: str) -> list[Mention]:
         """Every mention in `text`, in text order, longest alias first at each position, never overlapping."""
         if not self._owner:
@@ -211,9 +208,6 @@ class AliasMatcher:
         if found and last_word is not None and found[-1].end == last_word:
             return found[-1].entity_id
         return None
-
-    def mentions_entity(self, text: str, entity_id: str) -> bool:
-        return any(m.entity_id == entity_id for m in self.mentions(text))
 
 
 class _Entry(NamedTuple):

@@ -48,7 +48,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from oprag_pipeline.evaluate.gold import ASPECT_TERMS, phrase_keys  # noqa: E402
+from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS as ASPECT_TERMS  # noqa: E402
+from oprag_pipeline.registry.matching import phrase_key  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 TRIPADVISOR_TEXTS = SHARED / "tripadvisor_hotels" / "Texts"
@@ -62,7 +63,7 @@ HOLDBACK_SHARE = 0.05
 HOLDBACK_FILE = "tripadvisor-added-reviews.jsonl"
 
 # TripAdvisor's rated aspects -> registry entity names: the mapping the evaluation's gold labels use too
-# (`oprag_pipeline.evaluate.gold.ASPECT_TERMS`, whose comments say why each term is or is not there).
+# (`oprag_pipeline.importers.tripadvisor.RATED_ASPECT_TERMS`, whose comments say why each term is or is not there).
 ASPECTS = tuple(ASPECT_TERMS)
 
 TARGETS = {
@@ -253,16 +254,15 @@ def aspect_mapping(warehouse: Path) -> tuple[dict[str, str], list[tuple[str, str
     """entity_id -> aspect for active registry entities whose name is one of the aspect's terms; and a table."""
     import duckdb
 
-    from oprag_pipeline.registry.candidates import candidate_key
     from oprag_pipeline.registry.store import registry_entities
 
-    terms = {aspect: {candidate_key(t) for t in words} for aspect, words in ASPECT_TERMS.items()}
+    terms = {aspect: {phrase_key(t) for t in words} for aspect, words in ASPECT_TERMS.items()}
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         _, entities = registry_entities(conn, DOMAIN)
     mapping: dict[str, str] = {}
     rows = []
     for entity in entities:
-        key = candidate_key(entity.name)
+        key = phrase_key(entity.name)
         hits = [aspect for aspect, words in terms.items() if key in words]
         if len(hits) == 1:
             mapping[entity.entity_id] = hits[0]
@@ -369,17 +369,14 @@ def demo_scores(data_dir: Path, domain: str) -> dict[str, Any]:
     with the truth entity (the one overlapping the mention's span most), then score what was extracted."""
     import duckdb
 
-    from oprag_pipeline.registry.candidates import candidate_key
-
     truth_dir = data_dir / "truth" / domain
     truth_entities = json.loads((truth_dir / "entities.json").read_text(encoding="utf-8"))["entities"]
     wanted_by_entity = {
-        e["entity_id"]: set().union(*(phrase_keys(a) for a in [e["entity_name"], *e["aliases"]]))
-        for e in truth_entities
+        e["entity_id"]: {phrase_key(a) for a in [e["entity_name"], *e["aliases"]]} for e in truth_entities
     }
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
         registry = {
-            entity_id: {candidate_key(a) for a in aliases}
+            entity_id: {phrase_key(a) for a in aliases}
             for entity_id, aliases in conn.execute(
                 "SELECT entity_id, aliases FROM entity_registry WHERE domain = ?", [domain]
             ).fetchall()

@@ -71,7 +71,7 @@ def generate_demo_command(docs: int, seed: int) -> None:
 @click.argument(
     "fmt",
     metavar="FORMAT",
-    type=click.Choice(["tripadvisor", "ukpconvarg", "semeval-absa", "huliu", "opiniobank", "table"]),
+    type=click.Choice(["tripadvisor", "ukpconvarg", "semeval-absa", "memd-absa", "huliu", "opiniobank", "table"]),
 )
 @click.argument("source", type=click.Path(exists=True))
 @click.option("--domain", required=True, help="Target domain: the files go to data/raw/DOMAIN/.")

@@ -15,6 +15,10 @@ MAX_TEXT_CHARS_ENV = "OPRAG_MAX_TEXT_CHARS"
 SQL_DIR_ENV = "OPRAG_SQL_DIR"
 
 DEFAULT_MAX_TEXT_CHARS = 100_000
+RATED_ASPECTS_FILE = "_rated_aspects.json"
+"""In a domain folder: `{aspect: [entity names that honestly name it]}` for the documents' `rating_<aspect>` columns,
+written by the importer that knows the source's rated aspects and read by the gold mapping; the leading underscore
+keeps ingest from reading it as documents."""
 
 
 def project_root() -> Path:

@@ -9,6 +9,9 @@ object per line), reads the document only from between the `<document ...>` / `<
 turn, and answers one opinion per registry entity whose name or alias occurs in the text, quoting the sentence that
 mentions it. Instructions written inside a document are ignored, as a well-behaved model would ignore them.
 
+Answers to the registry bootstrap's `TargetExtraction` tool are scripted per document id (`script_targets`): a
+document without a script gets no targets.
+
 Faults are scripted per request sequence (`fail_next`) or per document id (`fail_doc` for the next requests of that
 document, `always` until `heal`): 429 with `retry-after` / `retry-after-ms`, 5xx, a hang past the client timeout, a
 200 with an invalid JSON body, a schema-invalid tool input, an authentication error, and extra opinions appended to an
@@ -201,6 +204,7 @@ class FakeLLMServer:
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
         self._script = _Script()
+        self._targets: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ids = itertools.count(1)
@@ -273,6 +277,11 @@ class FakeLLMServer:
         """Every request for this document misbehaves until `heal`."""
         with self._lock:
             self._script.always_by_doc[doc_id] = fault
+
+    def script_targets(self, doc_id: str, *targets: dict[str, Any]) -> None:
+        """What the model answers to a `TargetExtraction` request for this document: `{target, evidence}` items."""
+        with self._lock:
+            self._targets[doc_id] = [dict(t) for t in targets]
 
     def heal(self) -> None:
         with self._lock:
@@ -383,12 +392,17 @@ class FakeLLMServer:
         _, document_text = parse_document(record.document_message)
         if requested_tool(api, body) == "QuestionDrafts":
             answer = question_answer(record.document_message)
+        elif requested_tool(api, body) == "TargetExtraction":
+            with self._lock:
+                answer = {"targets": list(self._targets.get(record.doc_id or "", []))}
         else:
             answer = model_answer(record.system, document_text)
         if fault is not None and fault.kind == "extra" and "opinions" in answer:
             answer["opinions"].extend(dict(o) for o in fault.opinions)
         if fault is not None and fault.kind == "schema_invalid" and "questions" in answer:
             answer["questions"] = [{"question_type": "rumour", "text": "not a kind of question we asked for"}]
+        elif fault is not None and fault.kind == "schema_invalid" and "targets" in answer:
+            answer["targets"] = [{"target": "", "quote": "a field the schema does not have"}]
         elif fault is not None and fault.kind == "schema_invalid":
             first = (
                 answer["opinions"][0]

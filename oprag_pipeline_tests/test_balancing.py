@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oprag_pipeline.index.balancing import EntityFinder, proportional_quotas, split_slots
+from oprag_pipeline.index.balancing import proportional_quotas, split_slots
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
 from oprag_pipeline.index.vector_store import EdgeVectorStore, IndexPoint, point_uuid
+from oprag_pipeline.registry.matching import AliasMatcher
 
 
 def test_quotas_follow_the_corpus_proportions_and_sum_to_k() -> None:
@@ -29,11 +30,13 @@ def test_slots_split_over_named_entities() -> None:
 
 
 def test_entities_are_found_on_whole_words_with_plurals_folded() -> None:
-    finder = EntityFinder({"e1": ["front desk", "reception"], "e2": ["desk"], "e3": ["room"], "e4": ["check-in"]})
-    assert finder.find("How friendly was the Front Desk compared with the rooms?") == ["e1", "e3"]
-    assert finder.find("was the desk clean") == ["e2"]
-    assert finder.find("the check-in was slow; bedrooms fine") == ["e4"]  # "bedrooms" is not "room"
-    assert finder.find("nothing here") == []
+    finder = AliasMatcher.from_aliases(
+        {"e1": ["front desk", "reception"], "e2": ["desk"], "e3": ["room"], "e4": ["check-in"]}
+    )
+    assert finder.entities_in("How friendly was the Front Desk compared with the rooms?") == ["e1", "e3"]
+    assert finder.entities_in("was the desk clean") == ["e2"]
+    assert finder.entities_in("the check-in was slow; bedrooms fine") == ["e4"]  # "bedrooms" is not "room"
+    assert finder.entities_in("nothing here") == []
 
 
 def _vector(seed: int) -> np.ndarray:
@@ -78,7 +81,7 @@ def test_balanced_mode_mirrors_the_corpus_distribution(tmp_path: Path) -> None:
             )
         )
     store.upsert(name, points)
-    profile = OpinionProfile(EntityFinder({"wifi": ["wifi", "wireless"]}), {"wifi": {20: 10, -30: 20}})
+    profile = OpinionProfile(AliasMatcher.from_aliases({"wifi": ["wifi", "wireless"]}), {"wifi": {20: 10, -30: 20}})
     retriever = Retriever(store, FixedEmbedder(), profiles={"d": profile})
     nearest = retriever.search("d", "is the wifi good?", k=6, mode="semantic", kb="enriched")
     assert {h.payload["sentiment"] for h in nearest} == {"positive"}

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, map_gold, phrase_keys
+from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, map_gold
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion
 from oprag_pipeline.evaluate.questions import (
     QUESTION_TYPES,
@@ -133,7 +133,7 @@ def test_gold_targets_map_through_aliases_like_the_candidate_miner() -> None:
     assert mapper.entity_for_target("the great breakfast") == "e1"  # leading modifier dropped
     assert mapper.entity_for_target("rooms") == "e2"  # plural folded
     assert mapper.entity_for_target("parking") is None
-    assert "breakfast" in phrase_keys("our lovely breakfast")
+    assert mapper.entity_for_target("our lovely breakfast") == "e1"
 
 
 def test_gold_labels_become_sigma_scores_and_unmapped_labels_are_counted() -> None:
@@ -150,7 +150,7 @@ def test_gold_labels_become_sigma_scores_and_unmapped_labels_are_counted() -> No
         "rating_location": 2,
         "rating_rooms": 5,  # the room already has a text label in this document: the text label wins
     }
-    gold, unmapped = map_gold(REGISTRY, [("d1", extra)])
+    gold, unmapped = map_gold(REGISTRY, [("d1", extra)], {"location": ["location", "area"], "rooms": ["room"]})
     by_entity = {g.entity_id: g for g in gold}
     assert set(by_entity) == {"e1", "e2", "e3", "e4"}
     assert (by_entity["e1"].sentiment, by_entity["e1"].sentiment_intensity) == ("positive", 30)
@@ -159,6 +159,23 @@ def test_gold_labels_become_sigma_scores_and_unmapped_labels_are_counted() -> No
     assert (by_entity["e3"].sentiment, by_entity["e3"].sentiment_intensity) == ("neutral", 0)
     assert (by_entity["e4"].sentiment_intensity, by_entity["e4"].source) == (-20, "rating_location")
     assert unmapped == 3  # parking, conflict, category-only (the duplicate breakfast label is not "unmapped")
+    # which entities a rated aspect covers is the domain's data: without it, stars map to nothing
+    without_terms, _ = map_gold(REGISTRY, [("d1", {"rating_location": 2})])
+    assert without_terms == []
+
+
+def test_rated_aspect_terms_are_read_from_the_domain_folder(tmp_path) -> None:
+    from oprag_pipeline.evaluate.gold import load_rated_aspects
+    from oprag_pipeline.importers import write_rated_aspects
+    from oprag_pipeline.settings import RATED_ASPECTS_FILE
+
+    assert load_rated_aspects(tmp_path) == {}
+    write_rated_aspects(tmp_path, {"view": ["view", "scenery"]})
+    write_rated_aspects(tmp_path, {"view": ["vista"], "noise": ["noise"]})  # a second import adds, never drops
+    assert load_rated_aspects(tmp_path) == {"view": ("view", "scenery", "vista"), "noise": ("noise",)}
+    (tmp_path / RATED_ASPECTS_FILE).write_text('{"view": "scenery"}', encoding="utf-8")
+    with pytest.raises(ValueError, match=RATED_ASPECTS_FILE):
+        load_rated_aspects(tmp_path)
 
 
 # --- scoring -----------------------------------------------------------------------------------------------------

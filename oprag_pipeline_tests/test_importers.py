@@ -19,9 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from oprag_pipeline import importers
+from oprag_pipeline.evaluate.gold import load_rated_aspects
 from oprag_pipeline.importers import IMPORTERS, ImportResult, run_import
 from oprag_pipeline.importers.common import parse_date
 from oprag_pipeline.importers.huliu import parse_annotations
+from oprag_pipeline.importers.memd_absa import detokenise
+from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS
+from oprag_pipeline.settings import RATED_ASPECTS_FILE
 
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 
@@ -60,8 +64,11 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def only_file(result: ImportResult) -> list[dict[str, Any]]:
-    assert len(result.files_written) == 1
-    rows = read_rows(result.files_written[0])
+    """The rows of the one documents file an import wrote (a `_`-prefixed side file such as the rated aspects is
+    not documents)."""
+    documents = [p for p in result.files_written if not p.name.startswith("_")]
+    assert len(documents) == 1
+    rows = read_rows(documents[0])
     assert len(rows) == result.documents
     return rows
 
@@ -97,9 +104,10 @@ def require_shared(*parts: str) -> Path:
 def test_unknown_format_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as error:
         run_import("yelp", FIXTURES / "table_reviews.csv", "d", tmp_path)
-    for name in ("tripadvisor", "ukpconvarg", "semeval-absa", "huliu", "opiniobank", "table"):
+    names = {"tripadvisor", "ukpconvarg", "semeval-absa", "memd-absa", "huliu", "opiniobank", "table"}
+    for name in names:
         assert name in str(error.value)
-    assert set(IMPORTERS) == {"tripadvisor", "ukpconvarg", "semeval-absa", "huliu", "opiniobank", "table"}
+    assert set(IMPORTERS) == names
 
 
 def test_missing_source_names_it(tmp_path: Path) -> None:
@@ -121,7 +129,11 @@ def test_reimport_is_idempotent_and_leaves_no_temp_files(tmp_path: Path) -> None
     assert second.files_written == first.files_written
     assert second.files_written[0].read_bytes() == content
     assert second.documents == first.documents and second.skipped == first.skipped
-    assert sorted(p.name for p in (tmp_path / "raw" / "hotels").iterdir()) == ["tripadvisor-tripadvisor.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "raw" / "hotels").iterdir()) == [
+        RATED_ASPECTS_FILE,
+        "tripadvisor-tripadvisor.jsonl",
+    ]
+    assert second.files_written[1].read_bytes() == first.files_written[1].read_bytes()
 
 
 def test_failed_import_keeps_the_previous_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,7 +202,10 @@ def test_parse_date(value: str | None, expected: str | None) -> None:
 
 def test_tripadvisor_fixture_rows(tmp_path: Path) -> None:
     result = run_import("tripadvisor", TRIPADVISOR, "hotels", tmp_path)
-    assert result.files_written == [tmp_path / "raw" / "hotels" / "tripadvisor-tripadvisor.jsonl"]
+    domain_dir = tmp_path / "raw" / "hotels"
+    assert result.files_written == [domain_dir / "tripadvisor-tripadvisor.jsonl", domain_dir / RATED_ASPECTS_FILE]
+    # the rated aspects' entity names travel with the data, for the gold mapping (which knows no hotel words)
+    assert load_rated_aspects(domain_dir) == {a: tuple(t) for a, t in RATED_ASPECT_TERMS.items()}
     no_aspects = dict.fromkeys(
         (
             "rating_value",
@@ -421,6 +436,74 @@ def test_semeval_folder_and_mams_layout_without_ids(tmp_path: Path) -> None:
         _op(None, "service", "negative", None, None),
     ]
     assert assert_offsets_slice_to_targets(rows) == 4 + 3 + 4
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# memd-absa
+
+
+def test_memd_absa_rows_keep_explicit_aspects_as_gold(tmp_path: Path) -> None:
+    result = run_import("memd-absa", FIXTURES / "memd_absa", "kettles", tmp_path)
+    assert result.files_written[0].name == "memd-absa-memd_absa.jsonl"
+    rows = only_file(result)
+    assert rows == [
+        {
+            "doc_id": "memd-kettles-test-1",
+            "text": "The spout pours cleanly, but the lid doesn't close.",
+            "gold_opinions": [
+                _op("spout", "Kettle#Design", "positive", 4, 9),
+                _op("lid", "Kettle#Quality", "negative", 33, 36),
+            ],
+        },
+        {  # the only aspect is implicit: no target for the registry, so no gold
+            "doc_id": "memd-kettles-test-2",
+            "text": "It boils in (roughly) two minutes, which is fine.",
+            "gold_opinions": [],
+        },
+        {
+            "doc_id": "memd-kettles-test-3",
+            "text": "My neighbour's power base wobbles.",
+            "gold_opinions": [_op("power base", "Kettle#Build", "negative", 15, 25)],
+        },
+    ]
+    assert assert_offsets_slice_to_targets(rows) == 3
+    assert result.skipped == [("Test.json", 4, "empty sentence"), ("Test.json", 5, "record has no 'raw_words' string")]
+    assert result.warnings == [
+        ("Test.json", 3, "quadruple 2: aspect span 4:9 is outside the sentence's 7 tokens: dropped"),
+        ("Test.json", 3, "quadruple 3: sentiment 'MIXED' unknown: dropped"),
+        ("Test.json", None, "1 quadruple(s) with an implicit aspect left out of the gold (no target)"),
+    ]
+
+
+def test_memd_absa_detokenise_keeps_token_offsets() -> None:
+    tokens = ["I", "ca", "n't", "say", "(", "honestly", ")", "it", "'s", "50", "%", "better", "..."]
+    text, spans = detokenise(tokens)
+    assert text == "I can't say (honestly) it's 50% better..."
+    assert [text[a:b] for a, b in spans] == tokens
+
+
+def test_memd_absa_refuses_files_that_are_not_sentence_arrays(tmp_path: Path) -> None:
+    bad = tmp_path / "src" / "Broken.json"
+    bad.parent.mkdir()
+    bad.write_text('{"raw_words": "not in an array"}', encoding="utf-8")
+    (tmp_path / "src" / "Cut.json").write_text('[{"raw_words": "half', encoding="utf-8")
+    result = run_import("memd-absa", tmp_path / "src", "d", tmp_path / "data")
+    assert result.documents == 0
+    assert [(Path(f).name, n) for f, n, _ in result.skipped] == [("Broken.json", None), ("Cut.json", None)]
+    assert "expected a JSON array" in result.skipped[0][2] and "not readable as JSON" in result.skipped[1][2]
+
+
+@pytest.mark.slow
+def test_real_memd_absa_domains(tmp_path: Path) -> None:
+    for domain in ("Books", "Clothing", "Hotel"):
+        source = require_shared("memd_absa", domain)
+        records = [r for path in sorted(source.glob("*.json")) for r in json.loads(path.read_text(encoding="utf-8"))]
+        result = run_import("memd-absa", source, domain.lower(), tmp_path)
+        rows = only_file(result)
+        explicit = sum(q["aspect"]["from"] >= 0 for r in records for q in r["quadruples"])
+        assert result.documents == len(records) and result.skipped == []
+        assert assert_offsets_slice_to_targets(rows) == explicit
+        assert sum(len(row["gold_opinions"]) for row in rows) == explicit
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -706,6 +789,7 @@ def test_every_fixture_import_is_accepted_by_ingest(tmp_path: Path) -> None:
         run_import("tripadvisor", TRIPADVISOR, "all", tmp_path),
         run_import("ukpconvarg", FIXTURES / "ukpconvarg_arguments.jsonl", "all", tmp_path),
         run_import("semeval-absa", FIXTURES / "semeval", "all", tmp_path),
+        run_import("memd-absa", FIXTURES / "memd_absa", "all", tmp_path),
         run_import("huliu", FIXTURES / "huliu", "all", tmp_path),
         run_import("opiniobank", FIXTURES / "opiniobank_sample.json", "all", tmp_path),
         run_import("table", FIXTURES / "table_reviews.csv", "all", tmp_path, **TABLE_OPTIONS),

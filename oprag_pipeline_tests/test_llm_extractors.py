@@ -19,10 +19,10 @@ from oprag_pipeline.enrich.llm import (
     OpenAICompatibleExtractor,
     OpinionExtraction,
     RegistryIndex,
-    locate_evidence,
     to_opinions,
 )
 from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
+from oprag_pipeline.registry.matching import locate_quote
 from oprag_pipeline_tests.fake_llm_server import (
     FakeLLMServer,
     auth_error,
@@ -326,10 +326,10 @@ def test_ungrounded_and_proposed_entities_are_flagged(server: FakeLLMServer, api
 
 def test_locate_evidence_is_whitespace_case_and_quote_insensitive() -> None:
     text = "We waited  45 minutes.\nThe manager said “sorry” — twice. Breakfast used to be better."
-    start, end = locate_evidence(text, 'the manager said "sorry" - twice')
+    start, end = locate_quote(text, 'the manager said "sorry" - twice')
     assert text[start:end] == "The manager said “sorry” — twice"
-    assert locate_evidence(text, "We waited 45 minutes ... used to be better") == (0, len(text) - 1)
-    assert locate_evidence(text, "the pool was dirty") is None
+    assert locate_quote(text, "We waited 45 minutes ... used to be better") == (0, len(text) - 1)
+    assert locate_quote(text, "the pool was dirty") is None
 
 
 def test_to_opinions_keeps_one_opinion_per_entity_preferring_the_grounded_one() -> None:

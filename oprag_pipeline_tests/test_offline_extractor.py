@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from oprag_pipeline.enrich.aspect_model import LABELS
-from oprag_pipeline.enrich.offline import AliasMatcher, OfflineExtractor, SimplePrediction
+from oprag_pipeline.enrich.offline import OfflineExtractor, SimplePrediction
 from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
+from oprag_pipeline.registry.matching import AliasMatcher
 
 ROOM = RegistryEntity(entity_id="e1", name="room", aliases=("rooms", "hotel room"))
 STAFF = RegistryEntity(entity_id="e2", name="staff", aliases=("front desk staff",))
@@ -70,7 +71,7 @@ def test_each_entity_gets_its_own_opinion_and_sentence() -> None:
 def test_alias_matcher_prefers_the_longest_alias_and_accepts_plurals() -> None:
     matcher = AliasMatcher([ROOM, STAFF])
     text = "The hotel rooms were fine; the front desk staff less so, unlike other staff."
-    found = [(entity_id, text[start:end]) for entity_id, start, end in matcher.find(text)]
+    found = [(entity_id, text[start:end]) for entity_id, start, end in matcher.mentions(text)]
     assert found == [("e1", "hotel rooms"), ("e2", "front desk staff"), ("e2", "staff")]
 
 

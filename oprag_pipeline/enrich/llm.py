@@ -9,7 +9,8 @@ Both send one request per document through instructor, so the answer is validate
   system prompt, and the instructions say never to follow instructions found inside it. Tag look-alikes inside the
   text are neutralised so a document cannot close its own delimiter.
 - **Grounding.** An answer whose quoted evidence is not in the text (whitespace-, case- and quote-style-insensitive)
-  *and* whose entity is not mentioned either is kept but flagged `grounded=False`, so callers can report it instead of
+  *and* whose entity is not mentioned either (the shared matcher of `registry.matching`, as the offline extractor
+  finds mentions) is kept but flagged `grounded=False`, so callers can report it instead of
   indexing a hallucination as a good opinion.
 - **One retry policy, owned here.** The SDKs' own retries are switched off (`max_retries=0`), and instructor only
   re-asks on schema-invalid answers, so the HTTP calls per document are exactly accountable: one per attempt, a new
@@ -61,6 +62,7 @@ from oprag_pipeline.enrich.schema import (
     RegistryEntity,
     Sentiment,
 )
+from oprag_pipeline.registry.matching import AliasMatcher, fold, fold_with_offsets, locate_phrase, locate_quote
 
 logger = logging.getLogger(__name__)
 
@@ -238,97 +240,21 @@ def render_user_prompt(document: DocumentInput, max_chars: int) -> str:
 # Grounding: map answers onto the registry and check them against the text
 # --------------------------------------------------------------------------------------------------------------------
 
-_FOLD = {
-    "\u2018": "'",
-    "\u2019": "'",
-    "\u201a": "'",
-    "\u201b": "'",
-    "\u2032": "'",
-    "`": "'",
-    "\u201c": '"',
-    "\u201d": '"',
-    "\u201e": '"',
-    "\u2033": '"',
-    "\u2013": "-",
-    "\u2014": "-",
-    "\u2212": "-",
-    "\u2026": "...",
-    "\u00a0": " ",
-    "\uff1c": "<",
-}
-
-
-def fold_with_offsets(text: str) -> tuple[str, list[int]]:
-    """Lower-case, fold quote/dash styles, collapse whitespace; `offsets[i]` is the source index of folded char i."""
-    out: list[str] = []
-    offsets: list[int] = []
-    pending_space = False
-    for index, char in enumerate(text):
-        char = _FOLD.get(char, char)
-        if char.isspace():
-            pending_space = bool(out)
-            continue
-        if pending_space:
-            out.append(" ")
-            offsets.append(index - 1)
-            pending_space = False
-        for piece in char.lower():
-            out.append(piece)
-            offsets.append(index)
-    return "".join(out), offsets
-
-
-def fold(text: str) -> str:
-    return fold_with_offsets(text)[0]
-
-
-def locate_evidence(text: str, evidence: str, folded: tuple[str, list[int]] | None = None) -> tuple[int, int] | None:
-    """Source span of a quote, matched insensitively; a quote elided with '...' matches its fragments in order."""
-    haystack, offsets = folded or fold_with_offsets(text)
-    needle = fold(evidence).strip(" \"'")
-    if not needle:
-        return None
-    position = haystack.find(needle)
-    if position >= 0:
-        return offsets[position], offsets[position + len(needle) - 1] + 1
-    fragments = [f.strip(" \"'") for f in needle.split("...")]
-    fragments = [f for f in fragments if len(f) >= 3]
-    if len(fragments) < 2:
-        return None
-    start = end = None
-    cursor = 0
-    for fragment in fragments:
-        found = haystack.find(fragment, cursor)
-        if found < 0:
-            return None
-        if start is None:
-            start = offsets[found]
-        cursor = found + len(fragment)
-        end = offsets[cursor - 1] + 1
-    return (start, end) if start is not None and end is not None else None
-
-
-def mentions_any(folded_text: str, names: Sequence[str]) -> bool:
-    for name in names:
-        needle = fold(name).strip()
-        if needle and re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", folded_text):
-            return True
-    return False
-
 
 class RegistryIndex:
-    """Registry look-up by id, name or alias, case- and whitespace-insensitive."""
+    """Registry look-up of an answer's entity: by name or alias through the shared matcher (inflection-, case- and
+    determiner-insensitive), else by id, so a name that happens to equal another entity's id keeps its meaning."""
 
     def __init__(self, entities: Sequence[RegistryEntity]):
-        self._by_key: dict[str, RegistryEntity] = {}
-        for entity in entities:
-            for key in (entity.name, *entity.aliases):
-                self._by_key.setdefault(fold(key).strip(), entity)
-        for entity in entities:  # ids last: a name that happens to equal another entity's id keeps its meaning
-            self._by_key.setdefault(fold(entity.entity_id).strip(), entity)
+        self.matcher = AliasMatcher(entities)
+        self._by_id = {e.entity_id: e for e in entities}
+        self._by_id_folded = {fold(e.entity_id).strip(): e for e in entities}
 
     def find(self, name: str) -> RegistryEntity | None:
-        return self._by_key.get(fold(name).strip())
+        entity_id = self.matcher.entity_named(name)
+        if entity_id is not None:
+            return self._by_id[entity_id]
+        return self._by_id_folded.get(fold(name).strip())
 
 
 def to_opinions(answer: OpinionExtraction, document: DocumentInput, index: RegistryIndex) -> list[ExtractedOpinion]:
@@ -338,13 +264,13 @@ def to_opinions(answer: OpinionExtraction, document: DocumentInput, index: Regis
     the entity is mentioned, 0.0 when neither (`grounded=False`).
     """
     folded = fold_with_offsets(document.text)
+    mentioned = set(index.matcher.entities_in(document.text))
     by_target: dict[str, ExtractedOpinion] = {}
     for item in answer.opinions:
         entity = index.find(item.entity)
         name = entity.name if entity else re.sub(r"\s+", " ", item.entity).strip()
-        names = (entity.name, *entity.aliases) if entity else (name,)
-        span = locate_evidence(document.text, item.evidence, folded)
-        entity_seen = mentions_any(folded[0], names)
+        span = locate_quote(document.text, item.evidence, folded)
+        entity_seen = entity.entity_id in mentioned if entity else locate_phrase(document.text, name) is not None
         grounded = span is not None or entity_seen
         opinion = ExtractedOpinion(
             entity_id=entity.entity_id if entity else None,
@@ -435,6 +361,15 @@ def _price_from_env(variable: str) -> TokenPrice | None:
 
 class MissingCredentialsError(RuntimeError):
     """An extractor that needs an API key was built without one in the environment."""
+
+
+class LLMRequestFailed(RuntimeError):
+    """`ask` gave up; the tokens of its failed attempts still cost money, so they travel with the error."""
+
+    def __init__(self, reason: str, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        super().__init__(reason)
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
 
 
 _SECRETS: set[str] = set()
@@ -810,13 +745,26 @@ class _LLMExtractor:
                 self._sleep(delay)
         return None, diagnosis
 
-    def ask(self, system: str, user: str, response_model: type[BaseModel]) -> tuple[Any, int, int]:
+    def ask(
+        self,
+        system: str,
+        user: str,
+        response_model: type[BaseModel],
+        *,
+        label: str | None = None,
+        abort: threading.Event | None = None,
+    ) -> tuple[Any, int, int]:
         """A structured answer to any prompt through the same client and retry policy as extraction (used by the
-        evaluation's LLM question generation): (answer, input tokens, output tokens); RuntimeError on failure."""
+        evaluation's LLM question generation and the registry bootstrap): (answer, input tokens, output tokens);
+        `LLMRequestFailed` (a RuntimeError carrying the tokens spent) on failure. `abort`, shared by the calls of one
+        batch, is set by an authentication or unknown-model error so the other calls stop instead of repeating it."""
         usage = _Usage()
-        answer, diagnosis = self._call(response_model.__name__, system, user, response_model, usage)
+        abort_reason: list[str] = []
+        answer, diagnosis = self._call(
+            label or response_model.__name__, system, user, response_model, usage, abort, abort_reason
+        )
         if answer is None:
-            raise RuntimeError(redact(diagnosis.reason)[:MAX_REASON_CHARS])
+            raise LLMRequestFailed(redact(diagnosis.reason)[:MAX_REASON_CHARS], usage.input_tokens, usage.output_tokens)
         return answer, usage.input_tokens, usage.output_tokens
 
     # -- retry plumbing ------------------------------------------------------------------------------------------
@@ -1093,12 +1041,12 @@ class OpenAICompatibleExtractor(_LLMExtractor):
 __all__ = [
     "ANTHROPIC_PRICES",
     "AnthropicExtractor",
+    "LLMRequestFailed",
     "MissingCredentialsError",
     "OpenAICompatibleExtractor",
     "OpinionAnswer",
     "OpinionExtraction",
     "TokenPrice",
-    "locate_evidence",
     "render_system_prompt",
     "render_user_prompt",
     "to_opinions",

@@ -1,6 +1,6 @@
 """The default extractor: no network, deterministic, registry-anchored.
 
-Per document: find every registry alias (longest match wins, word boundaries, case-insensitive), score each
+Per document: find every registry alias (`registry.matching`: longest match, word boundaries, inflections), score each
 mention's polarity and intensity with the fine-tuned aspect model on the sentence around it, then read emotional
 markers, evidence type and impact from the clause around the mention. Several mentions of one entity in a
 document are pooled by summing the class probabilities of its opinionated mentions (neutral ones count only when
@@ -22,6 +22,7 @@ from oprag_pipeline.enrich import cues
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
 from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
+from oprag_pipeline.registry.matching import AliasMatcher
 
 OFFLINE_VERSION = "4"
 MAX_MENTIONS_PER_ENTITY = 2
@@ -82,6 +83,7 @@ def _model_fingerprint() -> str:
     """Part of the extractor version, so cached extractions are redone when anything that shapes them changes:
     the model's bytes (a retrained model of the same size included) and the code that turns scores into opinions."""
     from oprag_pipeline.enrich import aspect_model
+    from oprag_pipeline.registry import matching
 
     digest = hashlib.sha256()
     directory = Path(aspect_model.MODEL_DIR)
@@ -89,46 +91,9 @@ def _model_fingerprint() -> str:
         if path.is_file() and path.suffix in {".onnx", ".json"}:
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
-    for module in (aspect_model, cues, sys.modules[__name__]):
+    for module in (aspect_model, cues, matching, sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:10]
-
-
-class AliasMatcher:
-    """One compiled alternation over every alias; longer aliases first so 'front desk staff' beats 'staff'."""
-
-    def __init__(self, entities: Sequence[RegistryEntity]) -> None:
-        owner: dict[str, str] = {}
-        for entity in entities:
-            for alias in sorted({entity.name, *entity.aliases}):
-                key = _normal(alias)
-                if len(key) >= 2:
-                    owner.setdefault(key, entity.entity_id)
-        self.owner = owner
-        ordered = sorted(owner, key=lambda a: (-len(a), a))
-        pattern = "|".join(_alias_pattern(a) for a in ordered) or r"(?!x)x"
-        self.regex = re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE)
-
-    def find(self, text: str) -> list[tuple[str, int, int]]:
-        """(entity id, start, end) of every mention, in text order."""
-        found = []
-        for match in self.regex.finditer(text):
-            key = _normal(match.group(0))
-            owner = self.owner.get(key) or self.owner.get(key[:-1]) or self.owner.get(key[:-2])  # plural -s / -es
-            if owner is not None:
-                found.append((owner, match.start(), match.end()))
-        return found
-
-
-def _normal(alias: str) -> str:
-    return re.sub(r"[\s\-]+", " ", alias.strip().lower())
-
-
-def _alias_pattern(alias: str) -> str:
-    """Escape, let internal spaces and hyphens vary ("check-in" = "check in"), and allow a plural -s/-es."""
-    parts = [re.escape(p) for p in re.split(r"[\s\-]+", alias) if p]
-    body = r"[\s\-]+".join(parts)
-    return body + r"(?:e?s)?" if alias[-1:].isalpha() else body
 
 
 class OfflineExtractor:
@@ -171,7 +136,7 @@ class OfflineExtractor:
         for index, document in enumerate(documents):
             per_entity: dict[str, int] = {}
             scored_sentences: set[tuple[str, tuple[int, int]]] = set()
-            for entity_id, start, end in matcher.find(document.text):
+            for entity_id, start, end in matcher.mentions(document.text):
                 if per_entity.get(entity_id, 0) >= MAX_MENTIONS_PER_ENTITY:
                     continue
                 # a second mention of the entity in the same sentence says nothing new, and a model call costs

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from oprag_pipeline import settings
 from oprag_pipeline.evaluate import report as report_writer
-from oprag_pipeline.evaluate.gold import RegistryEntry, map_gold
+from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, load_rated_aspects, map_gold
 from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells, run_grid
 from oprag_pipeline.evaluate.llm_questions import generate_with_llm
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
@@ -332,8 +332,11 @@ def retrieval_runs(
     description="Gold labels carried by the input (importers' `gold_opinions`, TripAdvisor aspect stars, the demo's "
     "planted labels) mapped onto registry entities, on the σ-scale. Empty for domains without gold.",
 )
-def gold_opinions(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
+def gold_opinions(
+    context: AssetExecutionContext, warehouse: DuckDBResource, paths: DataDirResource
+) -> MaterializeResult:
     domain = context.partition_key
+    aspect_terms = load_rated_aspects(paths.domain_dir(domain))
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         _, registry = registry_entities(conn, domain)
@@ -348,18 +351,24 @@ def gold_opinions(context: AssetExecutionContext, warehouse: DuckDBResource) -> 
         documents = []
         while batch := cursor.fetchmany(10_000):
             documents.extend((doc_id, json.loads(extra)) for doc_id, extra in batch)
-        gold, unmapped = map_gold(entries, documents)
+        gold, unmapped = map_gold(entries, documents, aspect_terms)
         rows = [[domain, *g.__dict__.values()] for g in gold]
         _replace_rows(conn, "gold_opinions", domain, rows, 8)
     by_source: dict[str, int] = defaultdict(int)
     for g in gold:
         by_source[g.source] += 1
+    names = {e.entity_id: e.name for e in registry}
+    aspects_mapped = {
+        aspect: sorted(names[i] for i in ids)
+        for aspect, ids in GoldMapper(entries, aspect_terms).aspect_entities.items()
+    }
     context.log.info(f"{domain}: {len(gold):,} gold opinions on registry entities, {unmapped:,} labels unmapped")
     return MaterializeResult(
         metadata={
             "gold_opinions": len(gold),
             "documents_with_gold": len(documents),
             "labels_unmapped": unmapped,
+            "rated_aspects_mapped": MetadataValue.json(dict(sorted(aspects_mapped.items()))),
             "by_source": MetadataValue.json(dict(by_source)),
         }
     )

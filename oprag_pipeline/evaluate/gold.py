@@ -2,13 +2,16 @@
 
 Two kinds of gold travel in `raw_documents.extra`, put there by the importers and the demo generator:
 
-* `gold_opinions`: a list of `{target, category, polarity, strength, from, to}` (SemEval ABSA, Hu & Liu,
-  OpinioBank, the demo corpus). A target maps to the registry entity that has it among its aliases, compared the
-  way the candidate miner normalises phrases (determiner and leading modifiers dropped, plurals folded). Category-only
-  labels (no target) and `conflict` polarities have no place on the σ-scale and are counted as unmapped.
-* `rating_<aspect>`: TripAdvisor's per-aspect stars. An aspect maps to the registry entities whose *name* is one of
-  the aspect's terms (`ASPECT_TERMS`) — by name only, because aliases are clustered by embedding and an entity
-  "hotel" may carry the alias "hotel room", which would drag every opinion about the hotel into Rooms.
+* `gold_opinions`: a list of `{target, category, polarity, strength, from, to}` (SemEval ABSA, MEMD-ABSA, Hu & Liu,
+  OpinioBank, the demo corpus). A target maps to an entity through the shared matcher, as the extractor would find
+  it in text (`AliasMatcher.entity_for_target`: the whole target up to inflection, determiner and leading modifiers,
+  else its head). Category-only labels (no target) and `conflict` polarities have no place on the σ-scale and are
+  counted as unmapped.
+* `rating_<aspect>`: per-aspect stars (TripAdvisor's). Which entities an aspect covers is data, not code: the
+  importer that knows the source writes `{aspect: [entity names]}` next to the documents (`RATED_ASPECTS_FILE`).
+  An aspect maps to the registry entities whose *name* is one of its terms — by name only, because aliases are
+  clustered by embedding and an entity "hotel" may carry the alias "hotel room", which would drag every opinion
+  about the hotel into Rooms.
 
 The σ-scale of gold: a polarity with a strength of 1, 2, 3 becomes ±10, ±20, ±30 (no strength: ±20, medium);
 neutral 0. Stars: 5 → +30, 4 → +20, 3 → 0, 2 → −20, 1 → −30 — symmetric, because a 4 and a 2 are equally far
@@ -17,36 +20,14 @@ from the middle of the scale.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from oprag_pipeline.registry.candidates import DETERMINERS, MODIFIERS, candidate_key
-
-# TripAdvisor's rated aspects -> the registry entity names that honestly name that aspect.
-# rooms: the room itself (bed, bathroom, view are separate entities). cleanliness: only nouns that name cleaning
-# ("clean" is an adjective, never an entity). service: staff and service roles; the front desk belongs to
-# check-in, which TripAdvisor rates separately. value: what the stay cost and whether it was worth it.
-ASPECT_TERMS: dict[str, tuple[str, ...]] = {
-    "rooms": ("room", "rooms", "hotel room", "guest room", "bedroom", "suite"),
-    "cleanliness": ("cleanliness", "housekeeping", "housekeeping staff", "maid", "maid service", "housekeeper"),
-    "service": ("service", "staff", "hotel staff", "customer service", "employee", "personnel", "concierge"),
-    "location": ("location", "neighborhood", "neighbourhood", "surroundings", "area"),
-    "value": ("value", "value for money", "price", "rate", "room rate", "cost", "deal", "bargain"),
-    "checkin": (
-        "check-in",
-        "check in",
-        "checkin",
-        "check-in process",
-        "front desk",
-        "desk",
-        "reception",
-        "reception desk",
-        "receptionist",
-        "front desk staff",
-        "registration",
-    ),
-}
+from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
+from oprag_pipeline.settings import RATED_ASPECTS_FILE
 
 STAR_SIGMA = {5: 30, 4: 20, 3: 0, 2: -20, 1: -30}
 POLARITY_SIGN = {"positive": 1, "negative": -1, "neutral": 0}
@@ -70,45 +51,41 @@ class GoldOpinion:
     source: str  # "gold_opinions" or "rating_<aspect>"
 
 
-def phrase_keys(phrase: str) -> set[str]:
-    """Keys of a phrase without its determiner and also without leading modifiers ("the new fee" -> "fee")."""
-    words = phrase.lower().split()
-    if words and words[0] in DETERMINERS:
-        words = words[1:]
-    keys = {candidate_key(" ".join(words))}
-    while len(words) > 1 and words[0] in MODIFIERS:
-        words = words[1:]
-        keys.add(candidate_key(" ".join(words)))
-    return keys - {""}
+def load_rated_aspects(domain_dir: Path) -> dict[str, tuple[str, ...]]:
+    """The domain's rated-aspect terms (`RATED_ASPECTS_FILE`), or none; a malformed file is an error naming it."""
+    path = Path(domain_dir) / RATED_ASPECTS_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not readable as JSON: {error}") from error
+    if not isinstance(data, dict) or not all(
+        isinstance(terms, list) and all(isinstance(t, str) for t in terms) for terms in data.values()
+    ):
+        raise ValueError(f"{path}: expected an object of aspect -> list of entity names")
+    return {str(aspect): tuple(terms) for aspect, terms in data.items()}
 
 
 class GoldMapper:
-    """Maps gold labels of one domain onto its registry."""
+    """Maps gold labels of one domain onto its registry, with the shared matcher (`registry.matching`)."""
 
-    def __init__(self, registry: Sequence[RegistryEntry]) -> None:
-        self._by_key: dict[str, str] = {}
-        # Names first, then aliases, in registry order: a key claimed by an entity's name is never re-assigned.
-        for entry in registry:
-            for key in phrase_keys(entry.name):
-                self._by_key.setdefault(key, entry.entity_id)
-        for entry in registry:
-            for alias in entry.aliases:
-                for key in phrase_keys(alias):
-                    self._by_key.setdefault(key, entry.entity_id)
-        terms = {aspect: {candidate_key(t) for t in words} for aspect, words in ASPECT_TERMS.items()}
+    def __init__(
+        self, registry: Sequence[RegistryEntry], aspect_terms: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        self.matcher = AliasMatcher(registry)
+        # A rated aspect maps by entity *name* only (see the module docstring), compared as the matcher compares.
+        terms = {aspect: {phrase_key(t) for t in words} for aspect, words in (aspect_terms or {}).items()}
         self.aspect_entities: dict[str, list[str]] = {}
         for entry in registry:
-            key = candidate_key(entry.name)
+            key = phrase_key(entry.name)
             matches = [aspect for aspect, words in terms.items() if key in words]
             if len(matches) == 1:
                 self.aspect_entities.setdefault(matches[0], []).append(entry.entity_id)
         self.unmapped = 0
 
     def entity_for_target(self, target: str) -> str | None:
-        for key in sorted(phrase_keys(target), key=len, reverse=True):
-            if key in self._by_key:
-                return self._by_key[key]
-        return None
+        return self.matcher.entity_for_target(target)
 
     def map_document(self, doc_id: str, extra: Mapping[str, Any]) -> Iterator[GoldOpinion]:
         seen: set[str] = set()
@@ -145,9 +122,11 @@ class GoldMapper:
 
 
 def map_gold(
-    registry: Sequence[RegistryEntry], documents: Iterable[tuple[str, Mapping[str, Any]]]
+    registry: Sequence[RegistryEntry],
+    documents: Iterable[tuple[str, Mapping[str, Any]]],
+    aspect_terms: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[list[GoldOpinion], int]:
     """(gold opinions on registry entities, count of labels that mapped to no entity)."""
-    mapper = GoldMapper(registry)
+    mapper = GoldMapper(registry, aspect_terms)
     rows = [g for doc_id, extra in documents for g in mapper.map_document(doc_id, extra)]
     return rows, mapper.unmapped

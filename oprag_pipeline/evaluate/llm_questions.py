@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from oprag_pipeline.evaluate.questions import Question, QuestionEntity, generate_questions
+from oprag_pipeline.registry.matching import AliasMatcher
 
 QuestionTypeName = Literal["experience", "impact", "emotional", "comparison", "suggestion"]
 
@@ -60,8 +61,9 @@ def render_entity(entity: QuestionEntity) -> str:
 
 
 def _names_entity(text: str, entity: QuestionEntity) -> bool:
-    lowered = text.lower()
-    return any(name.lower() in lowered for name in (entity.entity_name, *entity.aliases) if name)
+    """Whether the question names the entity as balanced retrieval will look for it (the one alias matcher)."""
+    matcher = AliasMatcher.from_aliases({entity.entity_id: [entity.entity_name, *entity.aliases]})
+    return bool(matcher.mentions(text))
 
 
 def accept_drafts(

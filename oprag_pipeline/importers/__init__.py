@@ -13,11 +13,14 @@ collide.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from oprag_pipeline.importers import huliu, opiniobank, semeval, table, tripadvisor, ukpconvarg
+from oprag_pipeline.importers import huliu, memd_absa, opiniobank, semeval, table, tripadvisor, ukpconvarg
 from oprag_pipeline.importers.common import (
     ImportContext,
     ImportResult,
@@ -26,6 +29,7 @@ from oprag_pipeline.importers.common import (
     safe_file_part,
     write_jsonl_atomic,
 )
+from oprag_pipeline.settings import RATED_ASPECTS_FILE
 
 Converter = Callable[..., Rows]
 
@@ -33,12 +37,17 @@ IMPORTERS: dict[str, Converter] = {
     "tripadvisor": tripadvisor.convert,
     "ukpconvarg": ukpconvarg.convert,
     "semeval-absa": semeval.convert,
+    "memd-absa": memd_absa.convert,
     "huliu": huliu.convert,
     "opiniobank": opiniobank.convert,
     "table": table.convert,
 }
 
-__all__ = ["IMPORTERS", "ImportResult", "output_path", "run_import"]
+# Formats whose documents carry `rating_<aspect>` stars, with the entity names each rated aspect covers: written
+# next to the documents (`settings.RATED_ASPECTS_FILE`) so the gold mapping holds no domain's vocabulary.
+RATED_ASPECTS: dict[str, Mapping[str, Sequence[str]]] = {"tripadvisor": tripadvisor.RATED_ASPECT_TERMS}
+
+__all__ = ["IMPORTERS", "RATED_ASPECTS", "ImportResult", "output_path", "run_import"]
 
 
 def _check_domain(domain: str) -> str:
@@ -80,11 +89,34 @@ def run_import(
     ctx = ImportContext(progress=progress)
     rows = IMPORTERS[fmt](source, ctx, **options)
     documents = write_jsonl_atomic(target, rows, ctx)
+    written = [target]
+    if fmt in RATED_ASPECTS and documents:
+        written.append(write_rated_aspects(target.parent, RATED_ASPECTS[fmt]))
     return ImportResult(
         format=fmt,
         domain=_check_domain(domain),
-        files_written=[target],
+        files_written=written,
         documents=documents,
         skipped=ctx.skipped,
         warnings=ctx.warnings,
     )
+
+
+def write_rated_aspects(domain_dir: Path, terms: Mapping[str, Sequence[str]]) -> Path:
+    """Merge `terms` into the domain's rated-aspects file (atomically, like the documents); returns its path."""
+    path = Path(domain_dir) / RATED_ASPECTS_FILE
+    merged: dict[str, list[str]] = {}
+    if path.exists():
+        try:
+            merged = {str(k): list(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+        except (ValueError, AttributeError, TypeError) as error:
+            raise ValueError(f"{path}: not an object of aspect -> list of names ({error}); remove or fix it") from error
+    for aspect, names in terms.items():
+        merged[aspect] = list(dict.fromkeys([*merged.get(aspect, []), *names]))
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    ) as handle:
+        json.dump(merged, handle, ensure_ascii=False, indent=2, sort_keys=True)
+        handle.write("\n")
+    os.replace(handle.name, path)
+    return path

@@ -28,6 +28,9 @@ The crawler wrote two placeholders where no reviewer name was shown: `A TripAdvi
 of an HTML attribute). They are not identities — together they would be one "author" with 61k reviews — so
 `author_id` is null for them.
 
+Next to the documents the import writes `_rated_aspects.json` (`RATED_ASPECT_TERMS`): which registry entity names
+each rated aspect covers, so the gold mapping can read the aspect stars without knowing any hotel vocabulary.
+
 doc_id is `ta-<hotel id>-<n>` with n the 1-based position of the block in its file (skipped blocks still count,
 so ids do not shift when one block is repaired). The parsing loop is plain string slicing with a hand-written
 date parser: the full corpus (1,745 files, 229k reviews, 206 MB) converts in a few seconds on one core.
@@ -51,6 +54,31 @@ from oprag_pipeline.importers.common import (
 )
 
 ASPECTS = ("value", "rooms", "location", "cleanliness", "checkin", "service", "business")
+# The rated aspects -> the registry entity names that honestly name that aspect, written next to the documents
+# (`settings.RATED_ASPECTS_FILE`) for the gold mapping. rooms: the room itself (bed, bathroom, view are separate
+# entities). cleanliness: only nouns that name cleaning ("clean" is an adjective, never an entity). service: staff
+# and service roles; the front desk belongs to check-in, which TripAdvisor rates separately. value: what the stay
+# cost and whether it was worth it. business (business service) names no entity reliably and is left out.
+RATED_ASPECT_TERMS: dict[str, tuple[str, ...]] = {
+    "rooms": ("room", "rooms", "hotel room", "guest room", "bedroom", "suite"),
+    "cleanliness": ("cleanliness", "housekeeping", "housekeeping staff", "maid", "maid service", "housekeeper"),
+    "service": ("service", "staff", "hotel staff", "customer service", "employee", "personnel", "concierge"),
+    "location": ("location", "neighborhood", "neighbourhood", "surroundings", "area"),
+    "value": ("value", "value for money", "price", "rate", "room rate", "cost", "deal", "bargain"),
+    "checkin": (
+        "check-in",
+        "check in",
+        "checkin",
+        "check-in process",
+        "front desk",
+        "desk",
+        "reception",
+        "reception desk",
+        "receptionist",
+        "front desk staff",
+        "registration",
+    ),
+}
 ANONYMOUS_AUTHORS = frozenset({"A TripAdvisor Member", "lass="})
 _HOTEL_ID = re.compile(r"^hotel_(.+?)(?:_parsed)?$")
 _MONTHS = {name.title(): number for number, name in enumerate(MONTH_ABBREVIATIONS, 1)}

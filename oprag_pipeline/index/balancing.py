@@ -10,18 +10,13 @@ Caveat worth stating wherever results are reported: the proportions come from th
 measured against the *extracted* corpus distribution is small by design; W1 against gold labels is the honest
 test of this mode.
 
-Pure functions here; `retrieval.Retriever` does the querying.
+Pure functions here; `retrieval.Retriever` does the querying, and finds the question's entities with the same
+matcher the extractor uses (`registry.matching.AliasMatcher.entities_in`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-
-from oprag_pipeline.registry.candidates import normalise_word
-
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+from collections.abc import Mapping
 
 
 def proportional_quotas(counts: Mapping[int, int], k: int) -> dict[int, int]:
@@ -49,41 +44,3 @@ def split_slots(k: int, parts: int) -> list[int]:
         return []
     base, extra = divmod(k, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
-
-
-def _normalise(text: str) -> str:
-    return " ".join(normalise_word(w) for w in _WORD.findall(text))
-
-
-@dataclass(frozen=True)
-class EntityMention:
-    entity_id: str
-    start: int
-
-
-class EntityFinder:
-    """Finds registry entities named in a question: aliases matched on whole words, plurals folded, longest first."""
-
-    def __init__(self, aliases: Mapping[str, Sequence[str]]) -> None:
-        by_phrase: dict[str, str] = {}
-        for entity_id in sorted(aliases):
-            for alias in aliases[entity_id]:
-                phrase = _normalise(alias)
-                if phrase:
-                    by_phrase.setdefault(phrase, entity_id)
-        self._by_phrase = by_phrase
-        phrases = sorted(by_phrase, key=lambda p: (-len(p), p))
-        self._pattern = (
-            re.compile(r"(?<![\w-])(" + "|".join(re.escape(p) for p in phrases) + r")(?![\w-])") if phrases else None
-        )
-
-    def find(self, question: str) -> list[str]:
-        """Entity ids in order of first mention, each once."""
-        if self._pattern is None:
-            return []
-        found: list[str] = []
-        for match in self._pattern.finditer(_normalise(question)):
-            entity_id = self._by_phrase[match.group(1)]
-            if entity_id not in found:
-                found.append(entity_id)
-        return found

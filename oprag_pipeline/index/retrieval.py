@@ -15,9 +15,10 @@ from typing import Any
 import duckdb
 
 from oprag_pipeline.enrich.schema import SIGMA_SCALE
-from oprag_pipeline.index.balancing import EntityFinder, proportional_quotas, split_slots
+from oprag_pipeline.index.balancing import proportional_quotas, split_slots
 from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import FilterValue, SearchHit, VectorStore
+from oprag_pipeline.registry.matching import AliasMatcher
 
 MODES = ("semantic", "hybrid")
 BALANCED = "balanced"  # opinion-balanced hybrid retrieval, enriched KB only (see index/balancing.py)
@@ -30,7 +31,7 @@ class OpinionProfile:
     """A domain's entities as the balanced mode needs them: how to find them in a question, and the corpus count
     of their opinions per σ-level."""
 
-    finder: EntityFinder
+    finder: AliasMatcher
     sigma_counts: Mapping[str, Mapping[int, int]]
 
     @classmethod
@@ -43,7 +44,7 @@ class OpinionProfile:
             "SELECT entity_id, sentiment_intensity, count(*) FROM opinions WHERE domain = ? GROUP BY ALL", [domain]
         ).fetchall():
             counts.setdefault(entity_id, {})[int(sigma)] = int(n)
-        return cls(EntityFinder({e.entity_id: [e.name, *e.aliases] for e in entities}), counts)
+        return cls(AliasMatcher(entities), counts)
 
 
 def _sigma_filter(sigma: int) -> dict[str, int]:
@@ -113,7 +114,9 @@ class Retriever:
         if domain not in self.profiles:
             raise ValueError(f"balanced retrieval needs the opinion profile of domain {domain!r} (Retriever profiles)")
         profile = self.profiles[domain]
-        entities = [e for e in profile.finder.find(query) if profile.sigma_counts.get(e)][:MAX_ENTITIES_PER_QUESTION]
+        entities = [e for e in profile.finder.entities_in(query) if profile.sigma_counts.get(e)][
+            :MAX_ENTITIES_PER_QUESTION
+        ]
         if not entities:
             return self.search(domain, query, k=k, mode="hybrid", kb=kb, filters=filters)
         dense, sparse = self._vectors(query)

@@ -13,8 +13,11 @@ from oprag_pipeline import settings
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry import store
 from oprag_pipeline.registry.candidates import Candidate, mine_candidates
+from oprag_pipeline.registry.llm_bootstrap import bootstrap_candidates
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, update_registry
-from oprag_pipeline.resources import DataDirResource, EmbedderResource
+from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
+
+LLM_EXTRACTORS = ("anthropic", "openai-compatible")
 
 SAMPLE_SQL = """
 WITH docs AS (
@@ -80,10 +83,11 @@ class CandidateConfig(Config):
     kinds={"duckdb"},
     deps=["extraction_sample"],
     description="Opinion-target candidates mined from the sample: determiner- or copula-anchored phrases that "
-    "several documents mention, with the surface forms seen.",
+    "several documents mention, with the surface forms seen; with an LLM extractor, the targets the LLM extracted "
+    "from the sample that the documents really name.",
 )
 def entity_candidates(
-    context: AssetExecutionContext, config: CandidateConfig, warehouse: DuckDBResource
+    context: AssetExecutionContext, config: CandidateConfig, warehouse: DuckDBResource, extractor: ExtractorResource
 ) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
@@ -94,9 +98,20 @@ def entity_candidates(
                WHERE s.domain = ? ORDER BY s.sample_rank""",
             [domain],
         ).fetchall()
-        candidates = mine_candidates(
-            docs, min_doc_frequency=config.min_doc_frequency, min_share=config.min_share, limit=config.limit
-        )
+        bootstrap = None
+        if extractor.kind in LLM_EXTRACTORS:  # the LLM's own extraction of the sample (registry/llm_bootstrap.py)
+            bootstrap = bootstrap_candidates(
+                docs,
+                extractor.build(),
+                min_doc_frequency=config.min_doc_frequency,
+                min_share=config.min_share,
+                limit=config.limit,
+            )
+            candidates = bootstrap.candidates
+        else:
+            candidates = mine_candidates(
+                docs, min_doc_frequency=config.min_doc_frequency, min_share=config.min_share, limit=config.limit
+            )
         conn.execute("DELETE FROM entity_candidates WHERE domain = ?", [domain])
         if candidates:
             conn.executemany(
@@ -105,7 +120,15 @@ def entity_candidates(
             )
     top = ", ".join(f"{c.name} ({c.doc_frequency})" for c in candidates[:15])
     context.log.info(f"{domain}: {len(candidates)} candidates from {len(docs)} sampled documents; top: {top}")
-    return MaterializeResult(metadata={"candidates": len(candidates), "top": MetadataValue.text(top)})
+    metadata = {"candidates": len(candidates), "top": MetadataValue.text(top)}
+    if bootstrap is not None:
+        metadata.update(bootstrap.metadata())
+        context.log.info(
+            f"{domain}: LLM bootstrap: {bootstrap.targets_proposed} targets proposed, {bootstrap.targets_ungrounded} "
+            f"not grounded in their document (dropped), {bootstrap.failed_documents} documents failed, "
+            f"{bootstrap.input_tokens:,} + {bootstrap.output_tokens:,} tokens, ~${bootstrap.estimated_cost_usd:.4f}"
+        )
+    return MaterializeResult(metadata=metadata)
 
 
 class RegistryConfig(Config):

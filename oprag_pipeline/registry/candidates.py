@@ -19,7 +19,7 @@ keeps only its named mentions (see `mine_candidates`).
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -227,17 +227,3 @@ def mine_candidates(
     # a longer phrase that is nearly always the same documents as its head adds nothing ("the desk staff" vs "staff")
     kept.sort(key=lambda c: (-c.doc_frequency, c.key))
     return kept[:limit]
-
-
-def alias_index(aliases_by_entity: dict[str, Iterable[str]]) -> dict[str, str]:
-    """alias (normalised) → entity id, longest aliases first so 'front desk' wins over 'desk'."""
-    index: dict[str, str] = {}
-    grouped: defaultdict[int, list[tuple[str, str]]] = defaultdict(list)
-    for entity_id, aliases in aliases_by_entity.items():
-        for alias in aliases:
-            key = candidate_key(alias)
-            grouped[len(key.split())].append((key, entity_id))
-    for length in sorted(grouped, reverse=True):
-        for key, entity_id in grouped[length]:
-            index.setdefault(key, entity_id)
-    return index

@@ -110,15 +110,68 @@ def cosine_distances(vectors: np.ndarray) -> np.ndarray:
     return np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
 
 
+def _contains(longer: str, shorter: str) -> bool:
+    """True when the words of `shorter` are a proper part of `longer` ("router" in "router table")."""
+    long_words, short_words = longer.split(), shorter.split()
+    return len(short_words) < len(long_words) and set(short_words) <= set(long_words)
+
+
 def combined_distances(keys: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    """Cosine distances, with spelling variants at 0 and a phrase and its own parts at the maximum.
+
+    A phrase and a word of it are different targets even when their embeddings are close: "router table" is not the
+    router, "battery life" is not the battery, "hotel staff" is not the hotel. Keeping them apart at the entity level
+    is what stops an alias landing on the wrong entity; a compound is linked to its head in the tier above instead
+    (see `build_entities`).
+    """
     distances = cosine_distances(vectors)
     n = len(keys)
     for i in range(n):
         for j in range(i + 1, n):
-            if _string_distance(keys[i], keys[j]) == 0.0:
+            if _contains(keys[i], keys[j]) or _contains(keys[j], keys[i]):
+                distances[i, j] = distances[j, i] = 2.0
+            elif _string_distance(keys[i], keys[j]) == 0.0:
                 distances[i, j] = distances[j, i] = 0.0
     np.fill_diagonal(distances, 0.0)
     return distances
+
+
+CATEGORIES = (
+    "people and service",
+    "food and drink",
+    "place and surroundings",
+    "objects and equipment",
+    "qualities",
+    "price and money",
+    "activities and processes",
+    "time and events",
+    "information and communication",
+    "nature and animals",
+    "body and health",
+    "content and ideas",
+)
+"""Readable tier-1 names: the noun classes of general English (WordNet's lexicographer files, merged to a dozen),
+which fit any domain. A tier-1 group is named by the class nearest its centroid; the tiers below are named by their
+own most discussed entities, so no path repeats one word three times."""
+
+
+def _category_names(
+    centroids: np.ndarray, tier1_labels: np.ndarray, order: Sequence[int], entity_names: Sequence[str], embed: Embed
+) -> dict[int, str]:
+    """tier-1 label → name: its nearest category, with its most discussed entity added when two groups share one."""
+    labels = sorted(set(int(t) for t in tier1_labels), key=lambda t: list(tier1_labels).index(t))
+    category_vectors = _normalised(np.asarray(embed(list(CATEGORIES)), dtype=np.float64))
+    names: dict[int, str] = {}
+    for label in labels:
+        members = [p for p in order if int(tier1_labels[p]) == label]
+        centroid = _normalised(centroids[members].mean(axis=0, keepdims=True))[0]
+        names[label] = CATEGORIES[int(np.argmax(category_vectors @ centroid))]
+    counts = Counter(names.values())
+    for label in labels:
+        if counts[names[label]] > 1:
+            first = next(p for p in order if int(tier1_labels[p]) == label)
+            names[label] = f"{names[label]}: {entity_names[first]}"
+    return names
 
 
 def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
@@ -161,6 +214,29 @@ def build_entities(
     group_distances = cosine_distances(centroids)
     tier2_labels = hierarchical_labels(group_distances, thresholds.tier2)
     tier1_labels = hierarchical_labels(group_distances, thresholds.tier1)
+    # A multi-word target sits under its head noun's tier 2 when the head is an entity: "battery life" with
+    # "battery", "front desk" with "desk". (Heads are the last word; a head of several words is its tail.)
+    group_of_key = {keys[m]: position for position, members in enumerate(ordered) for m in members}
+    for position, members in enumerate(ordered):
+        words = keys[members[0]].split()
+        for k in range(1, len(words)):
+            head = group_of_key.get(" ".join(words[k:]))
+            if head is not None:
+                tier2_labels[position] = tier2_labels[head]
+                tier1_labels[position] = tier1_labels[head]
+                break
+    group_names = [
+        candidates[max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))].name
+        for members in ordered
+    ]
+    tier1_names = _category_names(centroids, tier1_labels, range(len(ordered)), group_names, embed)
+    tier2_names: dict[int, str] = {}
+    for position in range(len(ordered)):  # frequency order: a tier 2 is named by its two most discussed entities
+        label = int(tier2_labels[position])
+        if label not in tier2_names:
+            tier2_names[label] = group_names[position]
+        elif " & " not in tier2_names[label]:
+            tier2_names[label] = f"{tier2_names[label]} & {group_names[position]}"
 
     all_ids = list(existing_ids)
     entity_next = _next_number(all_ids, "e")
@@ -174,15 +250,14 @@ def build_entities(
         for m in members:
             for alias, count in candidates[m].aliases.items():
                 aliases[alias] = aliases.get(alias, 0) + count
-        name = max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))
-        entity_name = candidates[name].name
+        entity_name = group_names[position]
         t2 = int(tier2_labels[position])
         t1 = int(tier1_labels[position])
-        if t1 not in tier1_ids:  # groups are in frequency order, so the most discussed entity names its tiers
-            tier1_ids[t1] = (f"t1_{tier1_next:03d}", entity_name)
+        if t1 not in tier1_ids:
+            tier1_ids[t1] = (f"t1_{tier1_next:03d}", tier1_names[t1])
             tier1_next += 1
         if t2 not in tier2_ids:
-            tier2_ids[t2] = (f"t2_{tier2_next:03d}", entity_name)
+            tier2_ids[t2] = (f"t2_{tier2_next:03d}", tier2_names[t2])
             tier2_next += 1
         entities.append(
             Entity(

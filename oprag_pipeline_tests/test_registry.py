@@ -226,3 +226,47 @@ def test_spelling_variants_merge_but_short_lookalikes_do_not() -> None:
     distances = combined_distances(keys, far)
     assert distances[0, 1] == 0.0
     assert distances[2, 3] == 1.0
+
+
+def test_scarce_evaluation_slots_go_to_different_groups_first() -> None:
+    from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
+
+    stats = [
+        EntityStats("e1", "food", "food and drink", "food & dishes", 90, 1.0),
+        EntityStats("e2", "dishes", "food and drink", "food & dishes", 80, 1.0),
+        EntityStats("e3", "wifi", "information", "wifi", 40, 1.0),
+        EntityStats("e4", "front desk", "people", "front desk", 30, 1.0),
+    ]
+    chosen = choose_evaluation_entities(stats, min_entropy=0.6, min_mentions=10, max_entities=3)
+    assert [e.entity_name for e in chosen] == ["food", "wifi", "front desk"]
+    everything = choose_evaluation_entities(stats, min_entropy=0.6, min_mentions=10, max_entities=4)
+    assert [e.entity_name for e in everything] == ["food", "dishes", "wifi", "front desk"]  # ranked order kept
+
+
+def _sampled(texts: list[str], **params: int) -> list[str]:
+    import duckdb
+
+    from oprag_pipeline.registry.assets import SAMPLE_SQL
+
+    conn = duckdb.connect()
+    conn.execute(
+        "CREATE TABLE raw_documents (domain VARCHAR, doc_id VARCHAR, title VARCHAR, text VARCHAR, "
+        "entity_scope VARCHAR, rating DOUBLE)"
+    )
+    conn.executemany(
+        "INSERT INTO raw_documents VALUES ('d', ?, NULL, ?, ?, NULL)",
+        [[f"doc{i}", text, f"scope{i % 2}"] for i, text in enumerate(texts)],
+    )
+    return [row[0] for row in conn.execute(SAMPLE_SQL, {"domain": "d", "seed": "s", **params}).fetchall()]
+
+
+def test_the_sample_is_sized_by_sentences_not_documents() -> None:
+    short = ["The pool was cold."] * 100
+    long = ["The pool was cold. The bar was loud. The staff were kind. We left early."] * 100
+    budget = {"sentences": 40, "min_documents": 5, "max_documents": 1000}
+    assert len(_sampled(short, **budget)) == 40  # one sentence each: forty documents hold forty sentences
+    assert len(_sampled(long, **budget)) == 10  # four sentences each: ten documents do
+    assert len(_sampled(long, sentences=40, min_documents=25, max_documents=1000)) == 25  # the floor of authors
+    assert len(_sampled(short, sentences=40, min_documents=5, max_documents=12)) == 12  # the cap
+    both_scopes = _sampled(short, **budget)
+    assert sum(int(doc[3:]) % 2 for doc in both_scopes) == 20  # stratified: each scope gets its share

@@ -44,7 +44,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import textblob.en as textblob_en
-from lemminflect import getAllLemmas
+from lemminflect import getAllLemmas as _lexicon_lemmas
 
 TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'\-]*[A-Za-z0-9])?|[.!?;:,()\"]")
 """Words keep inner hyphens and apostrophes ("check-in", "don't") but not trailing ones, which real text leaves on
@@ -197,6 +197,12 @@ class Candidate:
         return self.aliases.most_common(1)[0][0] if self.aliases else self.key
 
 
+@lru_cache(maxsize=200_000)
+def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
+    """lemminflect's lemmas of `word` by part of speech (a dictionary look-up, cached: the miner asks per token)."""
+    return _lexicon_lemmas(word)
+
+
 def _fold_plural_oov(word: str) -> str:
     """English plural rules for words no lexicon knows ("wifis", "apps"): -ies, sibilant + -es, then -s."""
     if len(word) > 4 and word.endswith("ies"):
@@ -220,7 +226,7 @@ def normalise_word(word: str) -> str:
     word = word.lower().strip("'-")
     if not word.isalpha():
         return _fold_plural_oov(word) if "-" in word else word  # "check-ins" → "check-in"
-    lemmas = getAllLemmas(word)
+    lemmas = _lemmas(word)
     if not lemmas:
         return _fold_plural_oov(word)
     nouns = lemmas.get("NOUN")
@@ -300,7 +306,7 @@ def _not_a_target(word: str) -> bool:
     event, companion or generic noun."""
     if word in NOT_TARGETS or normalise_word(word) in NOT_TARGETS:
         return True
-    return any(lemma in NOT_TARGETS for lemma in getAllLemmas(word).get("NOUN", ()))
+    return any(lemma in NOT_TARGETS for lemma in _lemmas(word).get("NOUN", ()))
 
 
 @dataclass(frozen=True)
@@ -316,7 +322,7 @@ class TargetMention:
 def _is_noun(token: str, lowered: str, tag: str, previous: str | None) -> bool:
     if not _is_content(token) or lowered in DETERMINERS or lowered in _CONTRACTION_TAILS:
         return False
-    lemmas = getAllLemmas(lowered)
+    lemmas = _lemmas(lowered)
     if lowered in BOUNDARY and "NOUN" not in lemmas:  # closed-class words; "the look", "the use" stay nouns
         return False
     after_determiner = previous in DETERMINERS

@@ -110,25 +110,28 @@ def cosine_distances(vectors: np.ndarray) -> np.ndarray:
     return np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
 
 
-def _contains(longer: str, shorter: str) -> bool:
-    """True when the words of `shorter` are a proper part of `longer` ("router" in "router table")."""
+def _modifies(longer: str, shorter: str) -> bool:
+    """True when `shorter` is a modifier inside `longer`, not its head: "router" in "router table", "battery" in
+    "battery life". English compounds are head-final, so "rooftop pool" is a kind of pool and may join it."""
     long_words, short_words = longer.split(), shorter.split()
-    return len(short_words) < len(long_words) and set(short_words) <= set(long_words)
+    if len(short_words) >= len(long_words) or not set(short_words) <= set(long_words):
+        return False
+    return long_words[-len(short_words) :] != short_words
 
 
 def combined_distances(keys: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     """Cosine distances, with spelling variants at 0 and a phrase and its own parts at the maximum.
 
-    A phrase and a word of it are different targets even when their embeddings are close: "router table" is not the
-    router, "battery life" is not the battery, "hotel staff" is not the hotel. Keeping them apart at the entity level
-    is what stops an alias landing on the wrong entity; a compound is linked to its head in the tier above instead
-    (see `build_entities`).
+    A phrase and a modifier in it are different targets even when their embeddings are close: "router table" is not
+    the router, "battery life" is not the battery, "hotel staff" is not the hotel. Keeping them apart at the entity
+    level is what stops an alias landing on the wrong entity. A compound may join its head ("rooftop pool" with
+    "pool") when their embeddings are close, and is otherwise linked to it in the tier above (see `build_entities`).
     """
     distances = cosine_distances(vectors)
     n = len(keys)
     for i in range(n):
         for j in range(i + 1, n):
-            if _contains(keys[i], keys[j]) or _contains(keys[j], keys[i]):
+            if _modifies(keys[i], keys[j]) or _modifies(keys[j], keys[i]):
                 distances[i, j] = distances[j, i] = 2.0
             elif _string_distance(keys[i], keys[j]) == 0.0:
                 distances[i, j] = distances[j, i] = 0.0
@@ -136,42 +139,33 @@ def combined_distances(keys: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     return distances
 
 
-CATEGORIES = (
-    "people and service",
-    "food and drink",
-    "place and surroundings",
-    "objects and equipment",
-    "qualities",
-    "price and money",
-    "activities and processes",
-    "time and events",
-    "information and communication",
-    "nature and animals",
-    "body and health",
-    "content and ideas",
-)
-"""Readable tier-1 names: the noun classes of general English (WordNet's lexicographer files, merged to a dozen),
-which fit any domain. A tier-1 group is named by the class nearest its centroid; the tiers below are named by their
-own most discussed entities, so no path repeats one word three times."""
+CATEGORIES: dict[str, str] = {
+    "people and service": "staff, service, employee, support, help",
+    "food and drink": "food, drink, meal, dish, taste",
+    "place and surroundings": "place, area, building, room, neighbourhood",
+    "objects and equipment": "device, equipment, furniture, part, material",
+    "qualities": "quality, condition, size, comfort, appearance",
+    "price and money": "price, cost, fee, payment, value for money",
+    "activities and processes": "process, procedure, delivery, booking, waiting",
+    "information and communication": "information, communication, message, website, connection",
+    "content and ideas": "content, story, idea, writing, character",
+}
+"""Readable tier-1 names: broad noun classes of general English (after WordNet's lexicographer files, merged to a
+handful), each embedded with a few general nouns of the class so the embedding has more than a label to go by.
+A tier-1 group takes the class nearest its centroid, and groups of the same class are one tier 1; the tiers below
+are named by their own most discussed entities, so no path repeats one word three times."""
 
 
-def _category_names(
-    centroids: np.ndarray, tier1_labels: np.ndarray, order: Sequence[int], entity_names: Sequence[str], embed: Embed
-) -> dict[int, str]:
-    """tier-1 label → name: its nearest category, with its most discussed entity added when two groups share one."""
-    labels = sorted(set(int(t) for t in tier1_labels), key=lambda t: list(tier1_labels).index(t))
-    category_vectors = _normalised(np.asarray(embed(list(CATEGORIES)), dtype=np.float64))
-    names: dict[int, str] = {}
-    for label in labels:
-        members = [p for p in order if int(tier1_labels[p]) == label]
+def _categories_of(centroids: np.ndarray, tier1_labels: np.ndarray, embed: Embed) -> np.ndarray:
+    """Each group's tier-1 label replaced by the index of the category nearest its tier-1 cluster's centroid."""
+    described = [f"{name}: {examples}" for name, examples in CATEGORIES.items()]
+    category_vectors = _normalised(np.asarray(embed(described), dtype=np.float64))
+    result = np.array(tier1_labels, copy=True)
+    for label in set(int(t) for t in tier1_labels):
+        members = [p for p in range(len(tier1_labels)) if int(tier1_labels[p]) == label]
         centroid = _normalised(centroids[members].mean(axis=0, keepdims=True))[0]
-        names[label] = CATEGORIES[int(np.argmax(category_vectors @ centroid))]
-    counts = Counter(names.values())
-    for label in labels:
-        if counts[names[label]] > 1:
-            first = next(p for p in order if int(tier1_labels[p]) == label)
-            names[label] = f"{names[label]}: {entity_names[first]}"
-    return names
+        result[members] = int(np.argmax(category_vectors @ centroid))
+    return result
 
 
 def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
@@ -229,7 +223,8 @@ def build_entities(
         candidates[max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))].name
         for members in ordered
     ]
-    tier1_names = _category_names(centroids, tier1_labels, range(len(ordered)), group_names, embed)
+    tier1_labels = _categories_of(centroids, tier1_labels, embed)
+    tier1_names = dict(enumerate(CATEGORIES))
     tier2_names: dict[int, str] = {}
     for position in range(len(ordered)):  # frequency order: a tier 2 is named by its two most discussed entities
         label = int(tier2_labels[position])

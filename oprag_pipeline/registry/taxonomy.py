@@ -142,7 +142,7 @@ def combined_distances(keys: Sequence[str], vectors: np.ndarray) -> np.ndarray:
 CATEGORIES: dict[str, str] = {
     "people and service": "staff, service, employee, support, help",
     "food and drink": "food, drink, meal, dish, taste",
-    "place and surroundings": "place, area, building, room, neighbourhood",
+    "place and surroundings": "place, area, building, space, neighbourhood",
     "objects and equipment": "device, equipment, furniture, part, material",
     "qualities": "quality, condition, size, comfort, appearance",
     "price and money": "price, cost, fee, payment, value for money",
@@ -208,8 +208,9 @@ def build_entities(
     group_distances = cosine_distances(centroids)
     tier2_labels = hierarchical_labels(group_distances, thresholds.tier2)
     tier1_labels = hierarchical_labels(group_distances, thresholds.tier1)
-    # A multi-word target sits under its head noun's tier 2 when the head is an entity: "battery life" with
-    # "battery", "front desk" with "desk". (Heads are the last word; a head of several words is its tail.)
+    # A multi-word target sits under its head's tier 2 when the head is an entity: "front desk staff" with "staff",
+    # "rooftop bar" with "bar" (English compounds are head-final: the head is the last word, or the longest tail
+    # that is an entity). "battery life" and "battery" are not linked: "battery" is the modifier.
     group_of_key = {keys[m]: position for position, members in enumerate(ordered) for m in members}
     for position, members in enumerate(ordered):
         words = keys[members[0]].split()

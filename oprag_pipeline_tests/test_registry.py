@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oprag_pipeline.registry.candidates import candidate_key, mine_candidates, phrases_in
+from oprag_pipeline.registry.candidates import candidate_key, mine_candidates, normalise_word, phrases_in
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, build_entities, update_registry
 
 # concept axes: 0 front desk, 1 check-in, 2 breakfast, 3 coffee, 4 pool, 5 parking; nearby axes share a tier
@@ -28,12 +28,13 @@ AXES = {
 
 
 def embed(texts):
+    """The concept axes for known targets; anything else (the tier-1 category names) is off every axis."""
     rows = []
     for text in texts:
         key = text.lower()
         if key not in AXES:
-            key = next(k for k in AXES if candidate_key(k) == candidate_key(text))
-        rows.append(AXES[key])
+            key = next((k for k in AXES if candidate_key(k) == candidate_key(text)), None)
+        rows.append(AXES[key] if key else [0.0] * 6)
     return np.array(rows, dtype=float)
 
 
@@ -45,26 +46,69 @@ def corpus(pairs: list[tuple[str, int]]) -> list[tuple[str, str]]:
     return docs
 
 
-def test_phrases_follow_determiners_and_copulas() -> None:
+def test_targets_are_what_opinion_words_relate_to() -> None:
     text = "Breakfast was cold. The front desk staff were rude, but our huge room had a view! I loved it."
-    assert phrases_in(text) == ["breakfast", "front desk staff", "room", "view"]
+    assert phrases_in(text) == ["breakfast", "front desk staff", "room"]  # "a view" has no opinion word near it
     assert phrases_in("Nothing to add. Everything was fine.") == []
+    assert phrases_in("We walked to the museum after lunch.") == []  # nouns, but nobody holds an opinion here
+
+
+def test_multi_word_targets_keep_their_words_and_link_their_head() -> None:
+    docs = [(f"a{i}", "The battery life is amazing and the keyboard feels solid.") for i in range(3)]
+    docs += [(f"b{i}", "Sadly the battery life was poor.") for i in range(2)]
+    found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=3)}
+    assert found["battery life"].doc_frequency == 5 and found["battery life"].head == "life"
+    assert "battery" not in found and "life" not in found  # the compound is the target, not its words
+    assert found["keyboard"].head is None
+
+
+def test_a_rare_compound_lends_its_documents_to_its_head_not_its_modifier() -> None:
+    docs = [("r1", "The router table was wobbly."), ("r2", "A sturdy router table, finally.")]
+    docs += [(f"t{i}", "The table was wobbly.") for i in range(2)]
+    docs += [("x", "The router is fast.")]
+    found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=3)}
+    assert found["table"].doc_frequency == 4  # two of its own, two lent by "router table"
+    assert "router" not in found and "router table" not in found
+    assert set(found["table"].aliases) == {"table"}  # the compound's words never become the head's aliases
+
+
+def test_negated_opinions_still_make_targets() -> None:
+    assert phrases_in("The screen was not bright enough.") == ["screen"]
+    assert phrases_in("I did not like the keyboard at all.") == ["keyboard"]
+    assert phrases_in("No complaints about the shipping, it was quick.") == ["shipping"]
+
+
+def test_verbs_time_and_company_are_not_targets() -> None:
+    text = (
+        "It works fine. I hate using it. Last weekend was great and the night was lovely. "
+        "My wife loved it and our kids were happy. Our stay was wonderful. The waiter was rude."
+    )
+    assert phrases_in(text) == ["waiter"]  # a service role is a target; the people one came with are not
+
+
+def test_plural_fold_uses_a_lexicon_and_leaves_names_alone() -> None:
+    words = ("dishes", "boxes", "policies", "rooms", "pools", "glass", "bus", "news")
+    assert [normalise_word(w) for w in words] == ["dish", "box", "policy", "room", "pool", "glass", "bus", "news"]
+    assert normalise_word("check-ins") == "check-in" and normalise_word("was") == "was"
+    docs = [(f"w{i}", "I find Windows slow and the fans are loud.") for i in range(3)]
+    keys = {c.key for c in mine_candidates(docs, min_doc_frequency=3)}
+    assert "windows" in keys and "window" not in keys  # written as a name mid-sentence: not a plural
+    assert "fan" in keys
 
 
 def test_mining_keeps_what_many_documents_discuss() -> None:
     docs = corpus([("pool", 5), ("front desk", 4), ("goldfish", 1)])
-    docs.append(("plural", "The pools were closed."))
+    docs.append(("plural", "The pools were dirty."))
     found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=2)}
     assert "goldfish" not in found
     assert found["pool"].doc_frequency == 6 and set(found["pool"].aliases) == {"pool", "pools"}
-    assert found["front desk"].doc_frequency == 4
-    assert found["desk"].doc_frequency == 4  # the head noun is a candidate of its own
+    assert found["front desk"].doc_frequency == 4 and found["front desk"].head == "desk"
 
 
 def test_trailing_hyphens_do_not_make_aliases() -> None:
     """Real text leaves dashes on words ("the room- which"); the alias is still "room", and inner hyphens stay."""
     docs = [
-        ("a", "The room- which we had was small."),
+        ("a", "The room- which was small."),
         ("b", "The room was small. The check-in was slow."),
         ("c", "The rooms were fine. The check-in- was quick."),
     ]
@@ -75,7 +119,7 @@ def test_trailing_hyphens_do_not_make_aliases() -> None:
 
 def test_qualities_named_only_by_adjectives_become_candidates() -> None:
     docs = [(f"a{i}", "Our room was spotless and quiet.") for i in range(3)]
-    docs += [(f"b{i}", "The room was filthy. The noise from the bar was awful.") for i in range(3)]
+    docs += [(f"b{i}", "The room was filthy. The noise was awful.") for i in range(3)]
     docs.append(("c", "A clean towel."))
     found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=2)}
     cleanliness = found["cleanliness"]
@@ -111,7 +155,13 @@ def test_clusters_form_three_tiers() -> None:
     assert by_name["breakfast"].tier2_id == by_name["coffee"].tier2_id
     assert by_name["breakfast"].tier2_id != by_name["front desk"].tier2_id
     assert by_name["pool"].tier1_id == by_name["parking"].tier1_id
-    assert by_name["front desk"].tier1_name == "front desk"  # the most discussed entity names its tiers
+    # readable, distinct names: a tier 2 is named by its two most discussed entities, a tier 1 by its category
+    assert by_name["front desk"].tier2_name == "front desk & check-in"
+    assert by_name["pool"].tier2_name == "pool"
+    for entity in entities:
+        path = [entity.tier1_name, entity.tier2_name, entity.name]
+        assert len(set(path)) >= 2, path
+    assert len({e.tier1_name for e in entities}) == len({e.tier1_id for e in entities})
     assert [e.entity_id for e in entities] == [f"e{i:04d}" for i in range(1, 7)]
 
 
@@ -176,3 +226,47 @@ def test_spelling_variants_merge_but_short_lookalikes_do_not() -> None:
     distances = combined_distances(keys, far)
     assert distances[0, 1] == 0.0
     assert distances[2, 3] == 1.0
+
+
+def test_scarce_evaluation_slots_go_to_different_groups_first() -> None:
+    from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
+
+    stats = [
+        EntityStats("e1", "food", "food and drink", "food & dishes", 90, 1.0),
+        EntityStats("e2", "dishes", "food and drink", "food & dishes", 80, 1.0),
+        EntityStats("e3", "wifi", "information", "wifi", 40, 1.0),
+        EntityStats("e4", "front desk", "people", "front desk", 30, 1.0),
+    ]
+    chosen = choose_evaluation_entities(stats, min_entropy=0.6, min_mentions=10, max_entities=3)
+    assert [e.entity_name for e in chosen] == ["food", "wifi", "front desk"]
+    everything = choose_evaluation_entities(stats, min_entropy=0.6, min_mentions=10, max_entities=4)
+    assert [e.entity_name for e in everything] == ["food", "dishes", "wifi", "front desk"]  # ranked order kept
+
+
+def _sampled(texts: list[str], **params: int) -> list[str]:
+    import duckdb
+
+    from oprag_pipeline.registry.assets import SAMPLE_SQL
+
+    conn = duckdb.connect()
+    conn.execute(
+        "CREATE TABLE raw_documents (domain VARCHAR, doc_id VARCHAR, title VARCHAR, text VARCHAR, "
+        "entity_scope VARCHAR, rating DOUBLE)"
+    )
+    conn.executemany(
+        "INSERT INTO raw_documents VALUES ('d', ?, NULL, ?, ?, NULL)",
+        [[f"doc{i}", text, f"scope{i % 2}"] for i, text in enumerate(texts)],
+    )
+    return [row[0] for row in conn.execute(SAMPLE_SQL, {"domain": "d", "seed": "s", **params}).fetchall()]
+
+
+def test_the_sample_is_sized_by_sentences_not_documents() -> None:
+    short = ["The pool was cold."] * 100
+    long = ["The pool was cold. The bar was loud. The staff were kind. We left early."] * 100
+    budget = {"sentences": 40, "min_documents": 5, "max_documents": 1000}
+    assert len(_sampled(short, **budget)) == 40  # one sentence each: forty documents hold forty sentences
+    assert len(_sampled(long, **budget)) == 10  # four sentences each: ten documents do
+    assert len(_sampled(long, sentences=40, min_documents=25, max_documents=1000)) == 25  # the floor of authors
+    assert len(_sampled(short, sentences=40, min_documents=5, max_documents=12)) == 12  # the cap
+    both_scopes = _sampled(short, **budget)
+    assert sum(int(doc[3:]) % 2 for doc in both_scopes) == 20  # stratified: each scope gets its share

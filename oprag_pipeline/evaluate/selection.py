@@ -3,6 +3,11 @@
 A question about an entity everyone loves has a one-point answer distribution; any retriever reproduces it, so it
 measures nothing. Entities are kept when their sentiment entropy H(e) reaches a threshold (0.6 bits by default, as
 in the reference study) and they have enough mentions for a corpus distribution to mean something.
+
+The candidates are the registry's entities, and the registry holds only what opinion words are about (see
+`registry.candidates`): "stay", "weekend" or "my wife" never reach this stage, so no stop list is needed here.
+What this module adds is spread: when slots are scarce, they go to different tier-2 groups first, so the questions
+ask about several targets ("breakfast", "wifi", "front desk") rather than two names of one area ("food", "dishes").
 """
 
 from __future__ import annotations
@@ -46,10 +51,11 @@ def choose_evaluation_entities(
     the breakfast compare with the restaurant" is a fair question even when everyone likes the restaurant.
     """
     eligible = [s for s in stats if s.mentions >= min_mentions]
-    chosen = sorted(
+    ranked = sorted(
         (s for s in eligible if s.entropy_bits >= min_entropy),
         key=lambda s: (-s.mentions, -round(s.entropy_bits, 9), s.entity_id),
-    )[:max_entities]
+    )
+    chosen = _spread_over_groups(ranked, max_entities)
     by_mentions = sorted(eligible, key=lambda s: (-s.mentions, s.entity_id))
     result = []
     for entity in chosen:
@@ -67,6 +73,20 @@ def choose_evaluation_entities(
             )
         )
     return result
+
+
+def _spread_over_groups(ranked: Sequence[EntityStats], limit: int) -> list[EntityStats]:
+    """The first `limit` of `ranked`, taking one entity per tier-2 group before a second of any group, returned in
+    the ranked order."""
+    first: list[EntityStats] = []
+    rest: list[EntityStats] = []
+    groups: set[str] = set()
+    for entity in ranked:
+        group = entity.tier2_name or entity.entity_id
+        (rest if group in groups else first).append(entity)
+        groups.add(group)
+    picked = {id(e) for e in [*first, *rest][:limit]}
+    return [e for e in ranked if id(e) in picked]
 
 
 def _comparison_partner(entity: EntityStats, by_mentions: Sequence[EntityStats]) -> EntityStats | None:

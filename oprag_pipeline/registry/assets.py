@@ -24,25 +24,48 @@ WITH docs AS (
     SELECT doc_id,
            coalesce(entity_scope, '∅') || ' | ' || coalesce(CAST(CAST(round(rating) AS INTEGER) AS VARCHAR), '∅')
                AS stratum,
-           md5(doc_id || $seed) AS shuffle
+           md5(doc_id || $seed) AS shuffle,
+           -- sentences, counted as the sentence-ending punctuation the miner splits at (at least one per text)
+           greatest(1, len(regexp_extract_all(coalesce(title || '. ', '') || text, '[.!?]+(\\s|$)'))) AS sentences
     FROM raw_documents WHERE domain = $domain
 ), ranked AS (
-    SELECT doc_id, stratum, shuffle,
+    SELECT doc_id, stratum, shuffle, sentences,
            row_number() OVER (PARTITION BY stratum ORDER BY shuffle) AS rank_in_stratum,
            count(*) OVER (PARTITION BY stratum) AS stratum_size
     FROM docs
+), ordered AS (
+    -- Systematic interleaving: ordering by (rank + 0.5) / size gives every stratum its proportional share of any
+    -- prefix, and small strata their first pick early, with no per-stratum quota arithmetic.
+    SELECT doc_id, stratum, sentences,
+           row_number() OVER (ORDER BY (rank_in_stratum - 0.5) / stratum_size, shuffle) AS sample_rank
+    FROM ranked
+), counted AS (
+    SELECT *, sum(sentences) OVER (ORDER BY sample_rank ROWS UNBOUNDED PRECEDING) - sentences AS sentences_before
+    FROM ordered
 )
--- Systematic interleaving: ordering by (rank + 0.5) / size gives every stratum its proportional share of any
--- prefix, and small strata their first pick early, with no per-stratum quota arithmetic.
-SELECT doc_id, stratum, row_number() OVER (ORDER BY (rank_in_stratum - 0.5) / stratum_size, shuffle) AS sample_rank
-FROM ranked
-QUALIFY sample_rank <= $size
+-- A document joins while the sample still holds fewer sentences than the budget or fewer documents than the floor.
+SELECT doc_id, stratum, sample_rank
+FROM counted
+WHERE sample_rank <= $max_documents AND (sentences_before < $sentences OR sample_rank <= $min_documents)
 ORDER BY sample_rank
 """
 
 
 class SampleConfig(Config):
-    size: int = Field(default=300, description="Documents in the extraction sample.")
+    """The sample is sized by text, not by documents: it grows in stratified order until it holds `sentences`
+    sentences (and at least `min_documents` documents, at most `max_documents`).
+
+    Why sentences: targets are found sentence by sentence, so a domain of one-sentence documents and one of long
+    reviews need the same amount of *text* to show their targets; 300 documents were 300 sentences on the first
+    and 3,000 on the second. 4,000 sentences means a target discussed in one sentence in a thousand is seen about
+    four times, enough to clear the miner's bar (`CandidateConfig`), and the sample mines in a few seconds. The
+    floor of 300 documents keeps many authors in a sample of long documents (a target is what many people discuss);
+    the cap bounds the mining time on corpora of very short texts.
+    """
+
+    sentences: int = Field(default=4000, description="Sentences the sample holds (see the class docstring).")
+    min_documents: int = Field(default=300, description="At least this many documents, however long they are.")
+    max_documents: int = Field(default=8000, description="At most this many documents, however short they are.")
     seed: str = Field(default="oprag", description="Changes which documents are drawn, deterministically.")
 
 
@@ -51,8 +74,8 @@ class SampleConfig(Config):
     group_name="registry",
     kinds={"duckdb"},
     deps=["raw_documents"],
-    description="A stratified sample (by entity_scope and rounded rating) of the domain's documents, used to "
-    "discover the entities people talk about.",
+    description="A stratified sample (by entity_scope and rounded rating) of the domain's documents, sized by "
+    "sentences, used to discover the entities people talk about.",
 )
 def extraction_sample(
     context: AssetExecutionContext, config: SampleConfig, warehouse: DuckDBResource
@@ -60,7 +83,16 @@ def extraction_sample(
     domain = context.partition_key
     with warehouse.get_connection() as conn:
         store.ensure_tables(conn)
-        rows = conn.execute(SAMPLE_SQL, {"domain": domain, "seed": config.seed, "size": config.size}).fetchall()
+        rows = conn.execute(
+            SAMPLE_SQL,
+            {
+                "domain": domain,
+                "seed": config.seed,
+                "sentences": config.sentences,
+                "min_documents": config.min_documents,
+                "max_documents": config.max_documents,
+            },
+        ).fetchall()
         conn.execute("DELETE FROM extraction_sample WHERE domain = ?", [domain])
         if rows:
             conn.executemany("INSERT INTO extraction_sample VALUES (?, ?, ?, ?)", [[domain, *r] for r in rows])
@@ -72,9 +104,15 @@ def extraction_sample(
 
 
 class CandidateConfig(Config):
-    min_doc_frequency: int = Field(default=3, description="A target must be mentioned by at least this many documents.")
-    min_share: float = Field(default=0.02, description="... and by at least this share of the sample.")
-    limit: int = Field(default=150, description="At most this many candidates, most frequent first.")
+    """The bar a target clears: opinion-linked in `min_doc_frequency` documents and in `min_sentence_share` of the
+    sample's sentences. Three documents is the smallest count that is not one author repeating themselves or two
+    agreeing by chance; at the default 4,000-sentence sample it is the bar that binds. The share (1 in 2,000
+    sentences) takes over when the document floor makes a sample of long reviews larger, so a bigger sample does
+    not let rarer phrases in."""
+
+    min_doc_frequency: int = Field(default=3, description="A target must be discussed by at least this many documents.")
+    min_sentence_share: float = Field(default=0.0005, description="... and in at least this share of the sentences.")
+    limit: int = Field(default=200, description="At most this many candidates, most discussed first.")
 
 
 @asset(
@@ -82,9 +120,9 @@ class CandidateConfig(Config):
     group_name="registry",
     kinds={"duckdb"},
     deps=["extraction_sample"],
-    description="Opinion-target candidates mined from the sample: determiner- or copula-anchored phrases that "
-    "several documents mention, with the surface forms seen; with an LLM extractor, the targets the LLM extracted "
-    "from the sample that the documents really name.",
+    description="Opinion-target candidates mined from the sample: noun phrases that opinion words relate to "
+    "(double propagation on part-of-speech tags) in several documents, with the surface forms seen; with an LLM "
+    "extractor, the targets the LLM extracted from the sample that the documents really name.",
 )
 def entity_candidates(
     context: AssetExecutionContext, config: CandidateConfig, warehouse: DuckDBResource, extractor: ExtractorResource
@@ -101,16 +139,15 @@ def entity_candidates(
         bootstrap = None
         if extractor.kind in LLM_EXTRACTORS:  # the LLM's own extraction of the sample (registry/llm_bootstrap.py)
             bootstrap = bootstrap_candidates(
-                docs,
-                extractor.build(),
-                min_doc_frequency=config.min_doc_frequency,
-                min_share=config.min_share,
-                limit=config.limit,
+                docs, extractor.build(), min_doc_frequency=config.min_doc_frequency, limit=config.limit
             )
             candidates = bootstrap.candidates
         else:
             candidates = mine_candidates(
-                docs, min_doc_frequency=config.min_doc_frequency, min_share=config.min_share, limit=config.limit
+                docs,
+                min_doc_frequency=config.min_doc_frequency,
+                min_sentence_share=config.min_sentence_share,
+                limit=config.limit,
             )
         conn.execute("DELETE FROM entity_candidates WHERE domain = ?", [domain])
         if candidates:

@@ -1,27 +1,50 @@
-"""Mining opinion-target candidates from a sample of documents, with no tagger and no network.
+"""Mining opinion-target candidates from a sample of documents, with no network and no domain vocabulary.
 
-Opinion targets in reviews and forum posts are overwhelmingly noun phrases that follow a determiner or a
-possessive ("the front desk", "our room", "my payout") or open a sentence right before a copula ("Breakfast was
-cold"). Following Hu and Liu (2004), what is discussed by many different authors is a target; what one author
-mentions once is not. So candidates are determiner- or copula-anchored phrases of one to three content words,
-kept when enough distinct documents mention them. No corpus-specific word lists are involved: the closed-class
-words below are English grammar, not any domain's vocabulary.
+A target is what an opinion is *about*. Following double propagation (Qiu, Liu, Bu and Chen, 2011), targets are
+the nouns that opinion words modify: "great battery life" (an opinion adjective right before the noun phrase),
+"the waiter was rude" (predicated of it through a copula or a verb), "we loved the pool" (an opinion verb whose
+object it is). Without a dependency parser these relations are read off part-of-speech tags within one clause:
+an opinion word at most `BEFORE` tokens before a noun phrase or `AFTER` tokens after it, with no clause boundary
+(punctuation, "but") between them. Tags come from the Brill-style tagger and lexicon that TextBlob ships (pattern's
+English tagger: offline, about 3 µs a word); opinion words are any adjective (the seed relation of double
+propagation) and the words of VADER's lexicon and TextBlob's subjective adjectives, all general English, so
+"the wait was long" and "we loved the pool" both count. Negation does not matter here ("the screen was not bright"
+is still an opinion about the screen); its polarity is the extractor's business. As in Hu and Liu (2004), what many
+different authors hold opinions about is a target, what one author mentions once is not: a candidate must be
+opinion-linked in enough distinct documents.
+
+What is *not* a target, whatever the domain (English grammar and general vocabulary, not any domain's words):
+verbs the tagger mistakes for plural nouns ("it works"), time expressions ("weekend", "last night", months), the
+events of a visit itself ("stay", "trip"), people who are company rather than service ("my wife", "our kids"),
+and nouns too general to name anything ("thing", "lot"). The product or place itself ("hotel", "laptop",
+"place") stays, as one entity.
+
+Multi-word targets are kept whole ("battery life", "front desk", "room service") and linked to their head noun:
+`Candidate.head` names the head's key, and a compound too rare to be a target of its own lends its mentions to its
+head ("the seafood pasta" supports "pasta"), never to its modifier ("router table" supports "table", not
+"router").
 
 Some targets are qualities rather than things, and reviewers name them by adjective only: "the room was spotless"
 rates cleanliness, "way too pricey" rates the price, and no noun phrase carries them. `ATTRIBUTES` maps common
 evaluative adjectives to the quality they rate (the attribute relation of lexicons such as WordNet, for qualities
-that apply in any domain: cleanliness, noise, price, size, comfort, speed, friendliness, helpfulness, convenience,
-safety, reliability). Each occurrence is a mention of that quality, named by its noun, with the adjective as an alias,
-and it must clear the same document-frequency bar as any other candidate; a quality that is also discussed by name
-keeps only its named mentions (see `mine_candidates`).
+that apply in any domain). Each occurrence is a mention of that quality, named by its noun, with the adjective as an
+alias, and it must clear the same document-frequency bar as any other candidate; a quality that is also discussed
+by name keeps only its named mentions (see `mine_candidates`).
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections import Counter
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from xml.etree import ElementTree
+
+import textblob.en as textblob_en
+from lemminflect import getAllLemmas as _lexicon_lemmas
 
 TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'\-]*[A-Za-z0-9])?|[.!?;:,()\"]")
 """Words keep inner hyphens and apostrophes ("check-in", "don't") but not trailing ones, which real text leaves on
@@ -65,13 +88,12 @@ MODIFIERS = frozenset(
     worse several few many two three four five six seven eight nine ten
     """.split()
 )
-# Nouns so general that they are never an opinion target on their own, in any domain.
+# Nouns so general that they are never an opinion target on their own, in any domain (compared as lemmas).
 GENERIC = frozenset(
     """
-    time times day days night nights thing things way ways lot bit kind sort end rest fact part side one ones
-    reason reasons point points place people person guy guys everything anything nothing something week weeks
-    month months year years hour hours minute minutes moment experience review reviews question questions
-    problem problems issue issues case number couple while morning evening afternoon today yesterday
+    thing way lot bit kind sort end rest fact part side one reason point people person guy everything anything
+    nothing something experience review question problem issue case number couple while stuff word matter idea
+    aspect bunch anyone someone everyone nobody half right plenty share notch world others none need tons complaint
     """.split()
 )
 
@@ -107,14 +129,62 @@ _NEGATIVE = """dirty filthy untidy messy grimy unclean noisy loud expensive pric
 ATTRIBUTE_POLARITY: dict[str, str] = {**dict.fromkeys(_POSITIVE, "positive"), **dict.fromkeys(_NEGATIVE, "negative")}
 
 
+# Time expressions: a when, never a what (compared as lemmas; month and day names are also caught capitalised).
+TIME_NOUNS = frozenset(
+    """
+    time day night week weekend month year hour minute second moment morning evening afternoon noon midnight today
+    tonight yesterday tomorrow date season summer winter spring autumn fall holiday vacation age decade century
+    january february march april may june july august september october november december monday tuesday
+    wednesday thursday friday saturday sunday
+    """.split()
+)
+# The events of a visit or a use as a whole: what the review is, not what it rates ("our stay", "the trip").
+EVENT_NOUNS = frozenset("stay trip visit occasion time experience purchase buy".split())
+# People who are company, not service: the author's family and friends (service roles such as "waiter",
+# "receptionist" or "seller" are targets; the people one came with are not).
+COMPANION_NOUNS = frozenset(
+    """
+    friend wife husband partner boyfriend girlfriend fiance fiancee spouse family kid child son daughter mother
+    father mom mum dad parent brother sister baby toddler teenager grandmother grandfather grandparent aunt uncle
+    cousin colleague coworker boss group party companion
+    """.split()
+)
+NOT_TARGETS = GENERIC | TIME_NOUNS | EVENT_NOUNS | COMPANION_NOUNS
+# What is left of a contraction when text is tokenised apart ("they 're", "I 've"): grammar, never a noun.
+_CONTRACTION_TAILS = frozenset("re ve ll nt s d m t".split())
+# Before these, "like" is the verb of liking ("I like the", "did not like the"), not the preposition ("like a").
+_LIKERS = frozenset(
+    "i we you they he she not n't don't didn't doesn't do did does would really also still just".split()
+)
+_PRONOUNS = frozenset("i you he she it we they this that there who which".split())
+_CLAUSE_BREAKS = frozenset([*'.!?;:()"', "but", "although", "though", "whereas", "however"])
+
+
+BEFORE = 3
+"""An opinion word at most this many tokens before a noun phrase modifies it: "really very good food" (the adverbs
+of degree English stacks before an adjective rarely exceed two)."""
+AFTER = 4
+"""... or at most this many after it, which spans a copula and two adverbs: "the staff were always very friendly"."""
+MAX_WORDS = 3
+"""Targets of more than three words ("front desk staff member") are rare, and their last three words name them."""
+STRONG_OPINION = 2.0
+"""A noun that is itself a strong opinion word in VADER (|valence| >= 2: "love", "disaster", "joke") is the opinion,
+not its target; milder ones ("comfort", 1.5) can be what is rated."""
+
+
 @dataclass
 class Candidate:
-    """One normalised target with the surface forms it was written as."""
+    """One normalised target with the surface forms it was written as.
+
+    `doc_ids` are the documents where it is the target of an opinion word (its support); `head` is the key of the
+    head noun of a multi-word target ("life" for "battery life"), None for one word.
+    """
 
     key: str
     aliases: Counter[str] = field(default_factory=Counter)
     doc_ids: set[str] = field(default_factory=set)
     label: str | None = None  # a fixed name: a quality named by its adjectives, or the name stored by the registry
+    head: str | None = None
 
     @property
     def doc_frequency(self) -> int:
@@ -127,14 +197,45 @@ class Candidate:
         return self.aliases.most_common(1)[0][0] if self.aliases else self.key
 
 
-def normalise_word(word: str) -> str:
-    """A light plural fold: 'rooms' → 'room', 'fees' → 'fee', 'policies' → 'policy'; 'glass' stays."""
-    word = word.lower().strip("'-")
+@lru_cache(maxsize=200_000)
+def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
+    """lemminflect's lemmas of `word` by part of speech (a dictionary look-up, cached: the miner asks per token)."""
+    return _lexicon_lemmas(word)
+
+
+def _fold_plural_oov(word: str) -> str:
+    """English plural rules for words no lexicon knows ("wifis", "apps"): -ies, sibilant + -es, then -s."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+    if len(word) > 4 and word.endswith(("ches", "shes", "sses", "xes", "zes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us")):
         return word[:-1]
     return word
+
+
+@lru_cache(maxsize=200_000)
+def normalise_word(word: str) -> str:
+    """A plural fold through an English lemma lexicon: 'rooms' → 'room', 'dishes' → 'dish', 'policies' → 'policy';
+    'glass', 'bus' and 'news' stay. Words the lexicon knows only as other parts of speech are left alone ("was",
+    "this"); words it does not know at all get the plural rules of `_fold_plural_oov`.
+
+    The lexicon is lemminflect's (built from English corpora, general vocabulary); the old suffix-stripping rule made
+    "dishes" into "dishe".
+    """
+    word = word.lower().strip("'-")
+    if not word.isalpha():
+        return _fold_plural_oov(word) if "-" in word else word  # "check-ins" → "check-in"
+    lemmas = _lemmas(word)
+    if not lemmas:
+        return _fold_plural_oov(word)
+    nouns = lemmas.get("NOUN")
+    if not nouns:
+        return word
+    for lemma in nouns:  # "pools" is listed as a noun of its own too; its regular singular wins
+        if lemma != word and word in {lemma + "s", lemma + "es", lemma[:-1] + "ies"}:
+            return lemma
+    return word if word in nouns else nouns[0]
 
 
 def candidate_key(phrase: str) -> str:
@@ -145,40 +246,165 @@ def _is_content(word: str) -> bool:
     return word.isalpha() or ("-" in word and word.replace("-", "").isalpha())
 
 
-def phrases_in(text: str, max_words: int = 3) -> list[str]:
-    """Candidate surface phrases of one text, in order of appearance."""
-    tokens = TOKEN.findall(text)
-    lowered = [t.lower() for t in tokens]
-    found: list[str] = []
-    n = len(tokens)
-    for i, word in enumerate(lowered):
-        starts: list[int] = []
-        if word in DETERMINERS:
-            starts.append(i + 1)
-        sentence_start = i == 0 or lowered[i - 1] in {".", "!", "?", ";", ":", "("}
-        if sentence_start and word not in BOUNDARY and word not in DETERMINERS and _is_content(word):
-            # "Breakfast was cold": a sentence-initial phrase counts only when a copula follows it
-            for length in range(1, max_words + 1):
-                if i + length < n and lowered[i + length] in COPULAS:
-                    starts.append(i)
-                    break
-        for start in starts:
-            j = start
-            while j < n and lowered[j] in MODIFIERS:
+@lru_cache(maxsize=1)
+def opinion_lexicon() -> dict[str, float]:
+    """Opinion words of general English → strength: VADER's lexicon (valence, |v| >= 0.5) and TextBlob's subjective
+    adjectives (polarity |p| >= 0.1 with subjectivity >= 0.3, scaled to VADER's range), plus the quality adjectives
+    of `ATTRIBUTES`. Closed-class words VADER scores ("like", "yes", "no", "want") are grammar, not opinion."""
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    words: dict[str, float] = {}
+    for word, valence in SentimentIntensityAnalyzer().lexicon.items():
+        if word.isalpha() and abs(valence) >= 0.5:
+            words[word] = float(valence)
+    senses: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
+    sentiment_xml = Path(textblob_en.__file__).with_name("en-sentiment.xml")
+    for element in ElementTree.parse(sentiment_xml).getroot().iter("word"):
+        form = (element.get("form") or "").lower()
+        if form.isalpha():
+            senses[form].append((float(element.get("polarity") or 0), float(element.get("subjectivity") or 0)))
+    for form, scored in senses.items():
+        # averaged over the word's senses: "new" is negative in one sense and neutral in the rest
+        polarity = sum(p for p, _ in scored) / len(scored)
+        subjectivity = sum(s for _, s in scored) / len(scored)
+        if abs(polarity) >= 0.15 and subjectivity >= 0.4 and form not in words:
+            words[form] = polarity * 4  # TextBlob's -1..1 against VADER's -4..4
+    for adjective in ATTRIBUTE_ADJECTIVES:
+        words.setdefault(adjective, 1.0)
+    for word in BOUNDARY | DETERMINERS | COPULAS | {"like", "yes", "please", "want", "wanted", "ok", "okay"}:
+        words.pop(word, None)
+    return words
+
+
+def _tag(tokens: Sequence[str]) -> list[str]:
+    """Penn tags for `tokens` from TextBlob's bundled pattern tagger (no corpus download, no network)."""
+    if not tokens:
+        return []
+    tagged = textblob_en.tag(" ".join(tokens), tokenize=False)
+    if len(tagged) != len(tokens):  # the tagger never re-splits space-free tokens; guard anyway
+        return ["NN" if _is_content(t) else "." for t in tokens]
+    return [t for _, t in tagged]
+
+
+def sentences_of(text: str) -> list[list[str]]:
+    """Tokens of each sentence (split at . ! ? and line breaks)."""
+    sentences: list[list[str]] = []
+    for line in text.splitlines():
+        current: list[str] = []
+        for token in TOKEN.findall(line):
+            current.append(token)
+            if token in {".", "!", "?"}:
+                sentences.append(current)
+                current = []
+        if current:
+            sentences.append(current)
+    return sentences
+
+
+def _not_a_target(word: str) -> bool:
+    """The word, or any noun lemma of it ("minutes" is a noun of its own and the plural of "minute"), is a time,
+    event, companion or generic noun."""
+    if word in NOT_TARGETS or normalise_word(word) in NOT_TARGETS:
+        return True
+    return any(lemma in NOT_TARGETS for lemma in _lemmas(word).get("NOUN", ()))
+
+
+@dataclass(frozen=True)
+class TargetMention:
+    """A noun phrase of one sentence: its words (lower-cased), whether an opinion word is linked to it, and whether
+    it was written as a proper noun (capitalised mid-sentence: "Windows" is not the plural of "window")."""
+
+    words: tuple[str, ...]
+    opinionated: bool
+    proper: bool
+
+
+def _is_noun(token: str, lowered: str, tag: str, previous: str | None) -> bool:
+    if not _is_content(token) or lowered in DETERMINERS or lowered in _CONTRACTION_TAILS:
+        return False
+    lemmas = _lemmas(lowered)
+    if lowered in BOUNDARY and "NOUN" not in lemmas:  # closed-class words; "the look", "the use" stay nouns
+        return False
+    after_determiner = previous in DETERMINERS
+    if not tag.startswith("NN"):
+        # Right after a determiner English puts a noun or an adjective, so a word tagged as a verb or a preposition
+        # there is a noun the tagger read without context ("at the bar", "the wait was long", "the parking"), and
+        # one tagged as an adjective is a noun when English has it only as a noun ("the sandal fits").
+        if not after_determiner:
+            return False
+        if tag in {"IN", "VB", "VBP", "VBG", "RB"}:
+            return True
+        return tag == "JJ" and "ADJ" not in lemmas and ("NOUN" in lemmas or "-" in lowered)  # "the check-in"
+    if tag == "NNS" and previous in _PRONOUNS:  # "it works", "she says": a verb the tagger read as a plural
+        return False
+    # "using", "ordered": an inflected verb form that English never uses as a noun (the lexicon's base forms are
+    # incomplete, "bar" is listed only as a verb, so only inflected forms are judged by it)
+    if lowered.endswith(("ing", "ed")) and not after_determiner and lemmas and "NOUN" not in lemmas:
+        return False
+    return not (lowered.endswith("ly") and "ADV" in lemmas)  # "absolutely", "truly": adverbs read as nouns
+
+
+def target_mentions(text: str) -> list[TargetMention]:
+    """Every noun phrase of `text` (runs of up to `MAX_WORDS` nouns: "battery life", "front desk staff"), each
+    marked with whether an opinion word is related to it (see the module docstring). An adjective before the nouns
+    is the opinion, not part of the name ("a sturdy table"): English does not mark which adjectives classify, and
+    the head noun still carries the mention ("hard drive" is found as "drive")."""
+    lexicon = opinion_lexicon()
+    found: list[TargetMention] = []
+    for tokens in sentences_of(text):
+        lowered = [t.lower() for t in tokens]
+        # A capitalised first word is capitalised by position, not because it is a name: tag it in lower case.
+        tagging = [lowered[0], *tokens[1:]] if tokens else tokens
+        tags = _tag(tagging)
+        clause = [0] * len(tokens)
+        current = 0
+        for i, word in enumerate(lowered):
+            if word in _CLAUSE_BREAKS or word == ",":
+                current += 1
+            clause[i] = current
+        opinion_at = [
+            i
+            for i, word in enumerate(lowered)
+            # the lexicon's opinion words, and any adjective: double propagation's seed relation is adjective → noun,
+            # and a predicated adjective ("the wait was long") is an opinion no lexicon lists
+            if word in lexicon
+            or tags[i] in {"JJ", "JJR", "JJS"}
+            or (word == "like" and i and lowered[i - 1] in _LIKERS)
+        ]
+        i = 0
+        n = len(tokens)
+        while i < n:
+            previous = lowered[i - 1] if i else None
+            if (
+                not _is_noun(tokens[i], lowered[i], tags[i], previous)
+                or abs(lexicon.get(lowered[i], 0)) >= STRONG_OPINION
+            ):
+                i += 1
+                continue
+            j = i
+            while (
+                j + 1 < n
+                and _is_noun(tokens[j + 1], lowered[j + 1], tags[j + 1], lowered[j])
+                and not (abs(lexicon.get(lowered[j + 1], 0)) >= STRONG_OPINION)
+                # a name does not continue a common noun ("our waitress Kim"), nor the reverse
+                and tokens[j + 1][:1].isupper() == (tokens[j][:1].isupper() and (j > 0 or tags[j].startswith("NNP")))
+            ):
                 j += 1
-            words: list[str] = []
-            while j < n and len(words) < max_words:
-                token = lowered[j]
-                if not _is_content(token) or token in BOUNDARY or token in DETERMINERS:
-                    break
-                words.append(token)
-                j += 1
-            # a trailing past-tense verb or adverb is not part of the name ("the speed test showed")
-            while words and (words[-1] in MODIFIERS or (len(words[-1]) >= 5 and words[-1].endswith(("ed", "ly")))):
-                words.pop()
-            if words and not all(w in GENERIC for w in words) and len(words[-1]) > 2:
-                found.append(" ".join(words))
+            start = max(i, j - MAX_WORDS + 1)
+            opinionated = any(
+                clause[k] == clause[i] and (start - BEFORE <= k < start or j < k <= j + AFTER) for k in opinion_at
+            )
+            proper = all(tags[k].startswith("NNP") and tokens[k][:1].isupper() for k in range(start, j + 1))
+            words = tuple(lowered[start : j + 1])
+            if not _not_a_target(words[-1]) and len(words[-1]) > 1:
+                found.append(TargetMention(words, opinionated, proper))
+            i = j + 1
     return found
+
+
+def phrases_in(text: str) -> list[str]:
+    """The opinion-target phrases of one text, in order of appearance (noun phrases an opinion word relates to)."""
+    return [" ".join(m.words) for m in target_mentions(text) if m.opinionated]
 
 
 def attribute_mentions(text: str) -> list[tuple[str, str]]:
@@ -186,44 +412,72 @@ def attribute_mentions(text: str) -> list[tuple[str, str]]:
     return [(_ATTRIBUTE_OF[w], w) for w in (t.lower() for t in TOKEN.findall(text)) if w in _ATTRIBUTE_OF]
 
 
-def mine_candidates(
-    documents: Iterable[tuple[str, str]], *, min_doc_frequency: int = 2, min_share: float = 0.01, limit: int = 300
-) -> list[Candidate]:
-    """Targets that enough distinct documents mention, most frequent first.
+def _mention_key(words: Sequence[str], proper: bool) -> str:
+    return " ".join(words) if proper else candidate_key(" ".join(words))
 
-    A phrase's sub-phrases also count ("front desk staff" also supports "desk staff" and "staff"), so a head
-    noun that is usually modified still surfaces as a target of its own.
+
+def mine_candidates(
+    documents: Iterable[tuple[str, str]],
+    *,
+    min_doc_frequency: int = 2,
+    min_share: float = 0.0,
+    min_sentence_share: float = 0.0,
+    limit: int = 300,
+) -> list[Candidate]:
+    """Targets that opinion words relate to in enough distinct documents, most supported first.
+
+    The bar is the largest of `min_doc_frequency`, `min_share` of the documents and `min_sentence_share` of the
+    sentences: a bar in sentences holds its meaning whether the documents are one sentence or forty.
+
+    A multi-word target too rare to clear the bar on its own lends its documents to its longest supported tail
+    ("the seafood pasta" → "pasta", "front desk staff" → "desk staff" or "staff"), so a head that is usually
+    modified still surfaces, and a modifier never receives them.
     """
     by_key: dict[str, Candidate] = {}
     qualities: dict[str, Candidate] = {}
-    n_docs = 0
+    n_docs = n_sentences = 0
     for doc_id, text in documents:
         n_docs += 1
-        for phrase in phrases_in(text):
-            words = phrase.split()
-            for k in range(len(words)):
-                sub = " ".join(words[k:])
-                if all(w in GENERIC for w in words[k:]):
-                    continue
-                key = candidate_key(sub)
-                candidate = by_key.get(key)
-                if candidate is None:
-                    candidate = by_key[key] = Candidate(key)
-                candidate.aliases[sub] += 1
-                candidate.doc_ids.add(doc_id)
+        n_sentences += len(sentences_of(text))
+        for mention in target_mentions(text):
+            if not mention.opinionated:
+                continue
+            words = mention.words
+            while words and _not_a_target(words[0]):  # "the weekend staff": the time word is not part of the name
+                words = words[1:]
+            if not words:
+                continue
+            key = _mention_key(words, mention.proper)
+            candidate = by_key.get(key)
+            if candidate is None:
+                head = _mention_key(words[-1:], mention.proper) if len(words) > 1 else None
+                candidate = by_key[key] = Candidate(key, head=head)
+            candidate.aliases[" ".join(words)] += 1
+            candidate.doc_ids.add(doc_id)
         for quality, adjective in attribute_mentions(text):
             candidate = qualities.get(quality)
             if candidate is None:
                 candidate = qualities[quality] = Candidate(quality, label=quality)
             candidate.aliases[adjective] += 1
             candidate.doc_ids.add(doc_id)
-    threshold = max(min_doc_frequency, int(min_share * n_docs))
-    kept = [c for c in by_key.values() if c.doc_frequency >= threshold]
+    threshold = max(min_doc_frequency, math.ceil(min_share * n_docs), math.ceil(min_sentence_share * n_sentences))
+    # Longest first: a compound below the bar lends its documents to its tails before they are judged.
+    for candidate in sorted(by_key.values(), key=lambda c: (-len(c.key.split()), c.key)):
+        if candidate.head is None or candidate.doc_frequency >= threshold:
+            continue
+        words = candidate.key.split()
+        for k in range(1, len(words)):
+            tail = by_key.get(" ".join(words[k:]))
+            if tail is None and k == len(words) - 1:
+                tail = by_key[words[-1]] = Candidate(words[-1])
+            if tail is not None:
+                tail.doc_ids |= candidate.doc_ids
+                break
+    kept = [c for c in by_key.values() if c.doc_frequency >= threshold and c.aliases]
     # A quality the documents discuss by name ("the noise", "the price") keeps its named mentions as the target:
     # the adjectives often qualify something else ("an expensive city", "quiet streets"). Only an otherwise unnamed
     # quality ("spotless", "filthy", and hardly ever "cleanliness") becomes a candidate through its adjectives.
     named = {c.key for c in kept}
     kept.extend(c for c in qualities.values() if c.key not in named and c.doc_frequency >= threshold)
-    # a longer phrase that is nearly always the same documents as its head adds nothing ("the desk staff" vs "staff")
     kept.sort(key=lambda c: (-c.doc_frequency, c.key))
     return kept[:limit]

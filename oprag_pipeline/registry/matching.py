@@ -30,9 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple, Protocol
 
-from lemminflect import getLemma
-
-from oprag_pipeline.registry.candidates import DETERMINERS, MODIFIERS
+from oprag_pipeline.registry.candidates import DETERMINERS, MODIFIERS, normalise_word
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 """Letters and digits, with inner apostrophes ("don't", "hotel's"); hyphens split words (see the module doc)."""
@@ -72,8 +70,7 @@ def word_key(word: str) -> str:
         word = word[:-2]
     if len(word) < _MIN_LEMMA_LENGTH or not word.isalpha():
         return word
-    lemmas = getLemma(word, upos="NOUN")
-    return lemmas[0].lower() if lemmas else word
+    return normalise_word(word)  # the registry's own plural fold, so an alias and its mention fold alike
 
 
 def phrase_words(phrase: str) -> list[str]:

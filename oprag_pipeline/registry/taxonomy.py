@@ -110,15 +110,62 @@ def cosine_distances(vectors: np.ndarray) -> np.ndarray:
     return np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
 
 
+def _modifies(longer: str, shorter: str) -> bool:
+    """True when `shorter` is a modifier inside `longer`, not its head: "router" in "router table", "battery" in
+    "battery life". English compounds are head-final, so "rooftop pool" is a kind of pool and may join it."""
+    long_words, short_words = longer.split(), shorter.split()
+    if len(short_words) >= len(long_words) or not set(short_words) <= set(long_words):
+        return False
+    return long_words[-len(short_words) :] != short_words
+
+
 def combined_distances(keys: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    """Cosine distances, with spelling variants at 0 and a phrase and its own parts at the maximum.
+
+    A phrase and a modifier in it are different targets even when their embeddings are close: "router table" is not
+    the router, "battery life" is not the battery, "hotel staff" is not the hotel. Keeping them apart at the entity
+    level is what stops an alias landing on the wrong entity. A compound may join its head ("rooftop pool" with
+    "pool") when their embeddings are close, and is otherwise linked to it in the tier above (see `build_entities`).
+    """
     distances = cosine_distances(vectors)
     n = len(keys)
     for i in range(n):
         for j in range(i + 1, n):
-            if _string_distance(keys[i], keys[j]) == 0.0:
+            if _modifies(keys[i], keys[j]) or _modifies(keys[j], keys[i]):
+                distances[i, j] = distances[j, i] = 2.0
+            elif _string_distance(keys[i], keys[j]) == 0.0:
                 distances[i, j] = distances[j, i] = 0.0
     np.fill_diagonal(distances, 0.0)
     return distances
+
+
+CATEGORIES: dict[str, str] = {
+    "people and service": "staff, service, employee, support, help",
+    "food and drink": "food, drink, meal, dish, taste",
+    "place and surroundings": "place, area, building, space, neighbourhood",
+    "objects and equipment": "device, equipment, furniture, part, material",
+    "qualities": "quality, condition, size, comfort, appearance",
+    "price and money": "price, cost, fee, payment, value for money",
+    "activities and processes": "process, procedure, delivery, booking, waiting",
+    "information and communication": "information, communication, message, website, connection",
+    "content and ideas": "content, story, idea, writing, character",
+}
+"""Readable tier-1 names: broad noun classes of general English (after WordNet's lexicographer files, merged to a
+handful), each embedded with a few general nouns of the class so the embedding has more than a label to go by.
+A tier-1 group takes the class nearest its centroid, and groups of the same class are one tier 1; the tiers below
+are named by their own most discussed entities, so no path repeats one word three times."""
+
+
+def _categories_of(centroids: np.ndarray, tier1_labels: np.ndarray, embed: Embed) -> np.ndarray:
+    """Each group's tier-1 label replaced by the index of the category nearest its tier-1 cluster's centroid."""
+    described = [f"{name}: {examples}" for name, examples in CATEGORIES.items()]
+    category_vectors = _normalised(np.asarray(embed(described), dtype=np.float64))
+    result = np.array(tier1_labels, copy=True)
+    for label in set(int(t) for t in tier1_labels):
+        members = [p for p in range(len(tier1_labels)) if int(tier1_labels[p]) == label]
+        centroid = _normalised(centroids[members].mean(axis=0, keepdims=True))[0]
+        result[members] = int(np.argmax(category_vectors @ centroid))
+    return result
 
 
 def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
@@ -161,6 +208,31 @@ def build_entities(
     group_distances = cosine_distances(centroids)
     tier2_labels = hierarchical_labels(group_distances, thresholds.tier2)
     tier1_labels = hierarchical_labels(group_distances, thresholds.tier1)
+    # A multi-word target sits under its head's tier 2 when the head is an entity: "front desk staff" with "staff",
+    # "rooftop bar" with "bar" (English compounds are head-final: the head is the last word, or the longest tail
+    # that is an entity). "battery life" and "battery" are not linked: "battery" is the modifier.
+    group_of_key = {keys[m]: position for position, members in enumerate(ordered) for m in members}
+    for position, members in enumerate(ordered):
+        words = keys[members[0]].split()
+        for k in range(1, len(words)):
+            head = group_of_key.get(" ".join(words[k:]))
+            if head is not None:
+                tier2_labels[position] = tier2_labels[head]
+                tier1_labels[position] = tier1_labels[head]
+                break
+    group_names = [
+        candidates[max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))].name
+        for members in ordered
+    ]
+    tier1_labels = _categories_of(centroids, tier1_labels, embed)
+    tier1_names = dict(enumerate(CATEGORIES))
+    tier2_names: dict[int, str] = {}
+    for position in range(len(ordered)):  # frequency order: a tier 2 is named by its two most discussed entities
+        label = int(tier2_labels[position])
+        if label not in tier2_names:
+            tier2_names[label] = group_names[position]
+        elif " & " not in tier2_names[label]:
+            tier2_names[label] = f"{tier2_names[label]} & {group_names[position]}"
 
     all_ids = list(existing_ids)
     entity_next = _next_number(all_ids, "e")
@@ -174,15 +246,14 @@ def build_entities(
         for m in members:
             for alias, count in candidates[m].aliases.items():
                 aliases[alias] = aliases.get(alias, 0) + count
-        name = max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))
-        entity_name = candidates[name].name
+        entity_name = group_names[position]
         t2 = int(tier2_labels[position])
         t1 = int(tier1_labels[position])
-        if t1 not in tier1_ids:  # groups are in frequency order, so the most discussed entity names its tiers
-            tier1_ids[t1] = (f"t1_{tier1_next:03d}", entity_name)
+        if t1 not in tier1_ids:
+            tier1_ids[t1] = (f"t1_{tier1_next:03d}", tier1_names[t1])
             tier1_next += 1
         if t2 not in tier2_ids:
-            tier2_ids[t2] = (f"t2_{tier2_next:03d}", entity_name)
+            tier2_ids[t2] = (f"t2_{tier2_next:03d}", tier2_names[t2])
             tier2_next += 1
         entities.append(
             Entity(

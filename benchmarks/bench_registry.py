@@ -12,7 +12,8 @@ shared alias matcher (`registry.matching.AliasMatcher`), i.e. what the opinions 
   whose entity is a gold target, i.e. its name (normalised as the miner does) is a gold term of the corpus or the
   head word of one;
 * TripAdvisor: coverage of the rated (review, aspect) pairs: the review has a mention of an entity *named* by one
-  of the aspect's terms (`importers.tripadvisor.RATED_ASPECT_TERMS`, the mapping the gold mapper reads), against the upper bound,
+  of the aspect's terms (`importers.tripadvisor.RATED_ASPECT_TERMS`, the mapping the gold mapper reads), against
+  the upper bound,
   the share of rated pairs whose review text contains one of those terms at all, or an adjective of a quality
   among them ("clean" for cleanliness; same matcher, the terms as aliases); `of_bound` is the share of the pairs
   within the bound that are covered;

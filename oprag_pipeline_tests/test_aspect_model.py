@@ -340,3 +340,40 @@ def test_predictions_do_not_depend_on_other_documents(model: AspectSentimentMode
     together = dict(zip(mixed, [(p.sentiment, p.scores) for p in model.predict(mixed)], strict=True))
     for items, expected in zip(per_doc, alone, strict=True):
         assert [together[it] for it in items] == expected
+
+
+def test_label_bias_learns_a_domain_class_share() -> None:
+    """A domain where the network's neutral answers are mostly positive in truth: the fitted offsets lower neutral
+    and raise positive; no labels leave the model as it is."""
+    from oprag_pipeline.enrich.aspect_model import fit_label_bias
+
+    neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
+    probs = np.zeros((200, 3))
+    probs[:, [neg, neu, pos]] = [0.1, 0.55, 0.35]
+    labels = [pos] * 160 + [neu] * 20 + [neg] * 20
+    bias = fit_label_bias(probs, labels)
+    assert bias[pos] > 0 > bias[neu]
+    assert abs(bias.sum()) < 1e-9
+    np.testing.assert_array_equal(fit_label_bias(probs, []), np.zeros(3))
+
+
+def test_an_adapted_model_changes_labels_and_the_extractor_version() -> None:
+    """Adaptation end to end on invented text: offsets fitted on a small labelled sample change the student's
+    answers and the extractor version, so the opinion cache re-extracts what the adapted model would label."""
+    from oprag_pipeline.enrich.aspect_model import fit_label_bias
+    from oprag_pipeline.enrich.offline import OfflineExtractor
+
+    student = AspectSentimentModel.load()
+    base_version = OfflineExtractor(scorer=student).version
+    sample = [span(text, aspect) for text, aspect in FACTUAL_STATEMENTS[:3]]
+    target = span(*FACTUAL_STATEMENTS[3])
+    before = student.predict([target])[0]
+    # the teacher says such mentions are praised in this domain
+    student.label_bias = fit_label_bias(student.probabilities(sample * 40), [LABELS.index("positive")] * 120)
+    try:
+        after = student.predict([target])[0]
+        adapted_version = OfflineExtractor(scorer=student).version
+    finally:
+        student.label_bias = None
+    assert before.sentiment == "neutral" and after.sentiment == "positive"
+    assert adapted_version != base_version and adapted_version.startswith(base_version)

@@ -229,6 +229,39 @@ def prior_corrected_probabilities(
     return softmax(z)
 
 
+# The offsets fitted by `fit_label_bias` get a unit-variance Gaussian prior (penalty ||b||^2 / 2): a shift of one
+# logit is already large (it moves a 50/50 call to 73/27), so a few hundred teacher labels decide, a handful cannot.
+LABEL_BIAS_PRIOR_VARIANCE = 1.0
+
+
+def fit_label_bias(probs: np.ndarray, labels: Sequence[int]) -> np.ndarray:
+    """Per-class log-probability offsets that best explain a labelled in-domain sample (a teacher's labels: an LLM's,
+    or gold as an oracle stand-in), for ``probabilities``' output ``probs`` (n, 3).
+
+    The lightest domain adaptation there is: the network and its features stay as they are, only how often each
+    class is expected in this domain is learnt (3 numbers, centred to sum 0). Maximum a posteriori under the
+    Gaussian prior of ``LABEL_BIAS_PRIOR_VARIANCE``; scipy's L-BFGS on a smooth convex objective.
+    """
+    from scipy.optimize import minimize
+
+    log_p = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0))
+    y = np.asarray(labels, dtype=np.int64)
+
+    def objective(b: np.ndarray) -> tuple[float, np.ndarray]:
+        z = log_p + b
+        z = z - z.max(axis=1, keepdims=True)
+        q = np.exp(z)
+        q /= q.sum(axis=1, keepdims=True)
+        nll = -float(np.log(q[np.arange(len(y)), y] + 1e-12).sum())
+        grad = q.sum(axis=0) - np.bincount(y, minlength=len(LABELS))
+        return nll + 0.5 * float(b @ b) / LABEL_BIAS_PRIOR_VARIANCE, grad + b / LABEL_BIAS_PRIOR_VARIANCE
+
+    if len(y) == 0:
+        return np.zeros(len(LABELS))
+    result = minimize(objective, np.zeros(len(LABELS)), jac=True, method="L-BFGS-B")
+    return result.x - result.x.mean()
+
+
 def lexicon_tiebreak(probs: np.ndarray, compound: float) -> np.ndarray:
     """Swap the neutral probability with the lexicon's polarity when the network's top answer is neutral, the
     clause is evaluative by VADER's threshold, and the network prefers that polarity to its opposite.
@@ -322,6 +355,8 @@ class AspectSentimentModel:
         self.train_prior = tuple(train_prior) if train_prior is not None else None
         self.correct_prior = train_prior is not None
         self.use_lexicon = True
+        # per-class offsets learnt from a labelled sample of one domain (fit_label_bias); None: not adapted
+        self.label_bias: np.ndarray | None = None
 
     @classmethod
     def load(
@@ -402,9 +437,13 @@ class AspectSentimentModel:
             self._cache.popitem(last=False)
 
     def probabilities(self, items: Sequence[ItemLike]) -> np.ndarray:
-        """Calibrated class probabilities (n, 3): temperature, then the training prior divided out when enabled."""
+        """Calibrated class probabilities (n, 3): temperature, the training prior divided out when enabled, and the
+        domain's ``label_bias`` when the model was adapted."""
         prior = self.train_prior if self.correct_prior else None
-        return prior_corrected_probabilities(self.logits(items), self.temperature, prior)
+        probs = prior_corrected_probabilities(self.logits(items), self.temperature, prior)
+        if self.label_bias is None:
+            return probs
+        return softmax(np.log(np.clip(probs, 1e-12, 1.0)) + self.label_bias)
 
     def predict(
         self, items: Sequence[ItemLike], other_aspects: Sequence[tuple[str, int, int]] = ()

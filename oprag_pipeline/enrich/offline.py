@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from oprag_pipeline.enrich import cues
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
@@ -157,7 +159,12 @@ class OfflineExtractor:
     def version(self) -> str:
         if self._scorer is not None and not hasattr(self._scorer, "session"):
             return f"{OFFLINE_VERSION}+{getattr(self._scorer, 'name', type(self._scorer).__name__)}"
-        return f"{OFFLINE_VERSION}+model-{_model_fingerprint()}"
+        version = f"{OFFLINE_VERSION}+model-{_model_fingerprint()}"
+        bias = getattr(self._scorer, "label_bias", None)
+        if bias is not None:
+            # a model adapted to a domain (aspect_model.fit_label_bias) labels differently: its opinions are redone
+            version += "+adapted-" + hashlib.sha256(np.asarray(bias, dtype=np.float64).tobytes()).hexdigest()[:8]
+        return version
 
     def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float:
         return 0.0

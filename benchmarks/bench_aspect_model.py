@@ -311,8 +311,9 @@ def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) ->
         return
     sizes = (0, 100, 300, 1000)
     print(
-        "adaptation from a labelled in-domain sample (oracle teacher: MEMD-ABSA train gold), 2-way test accuracy "
-        "/ neutral share / macro-F1 by sample size:"
+        "adaptation from a labelled in-domain sample (oracle teacher: MEMD-ABSA train gold), by sample size: 2-way "
+        "test accuracy / neutral share / macro-F1 on gold positive-negative / share of gold-neutral aspects kept "
+        "neutral:"
     )
     for domain in MEMD_DOMAINS:
         sentences = read_memd_labelled(args.memd / domain / "Train.json")
@@ -322,6 +323,10 @@ def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) ->
         index = {item: i for i, item in enumerate(items)}
         gold_keys = [(text, s, e) for text, _, gold in rows for s, e, _ in gold]
         gold = np.array([g for _, _, gl in rows for _, _, g in gl])
+        # gold-neutral test aspects (scored with their sentence's other aspects): does adaptation erase neutral?
+        test_labelled = read_memd_labelled(args.memd / domain / "Test.json")[: args.memd_max]
+        neutral_items = [it for spans, labels in test_labelled for it, y in zip(spans, labels, strict=True) if y == NEU]
+        context = [it for spans, _ in test_labelled for it in spans]
         cells = []
         for size in sizes:
             sample_items: list[tuple[str, int, int]] = []
@@ -336,7 +341,9 @@ def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) ->
                 model.label_bias = fit_label_bias(model.probabilities(sample_items), sample_labels)
             labels_now = [p.sentiment for p in model.predict(items)]
             m = two_way(np.array([label_of(labels_now[index[k]]) for k in gold_keys]), gold)
-            cells.append(f"{size}: {m['acc']:.3f}/{m['neutral']:.3f}/{m['macro_f1']:.3f}")
+            kept = [p.sentiment == "neutral" for p in model.predict(neutral_items, other_aspects=context)]
+            kept_neutral = f"{np.mean(kept):.2f} of {len(kept)}" if kept else "none in gold"
+            cells.append(f"{size}: {m['acc']:.3f}/{m['neutral']:.3f}/{m['macro_f1']:.3f}/{kept_neutral}")
         model.label_bias = None
         print(f"  {domain:9s} " + " | ".join(cells))
 

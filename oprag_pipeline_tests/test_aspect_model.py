@@ -377,3 +377,18 @@ def test_an_adapted_model_changes_labels_and_the_extractor_version() -> None:
         student.label_bias = None
     assert before.sentiment == "neutral" and after.sentiment == "positive"
     assert adapted_version != base_version and adapted_version.startswith(base_version)
+
+
+def test_rating_weak_labels_read_the_scale_by_its_ends() -> None:
+    from oprag_pipeline.enrich.aspect_model import rating_weak_label
+
+    assert [LABELS[rating_weak_label(r)] for r in (1, 2, 3, 4, 5)] == [
+        "negative",
+        "negative",
+        "neutral",
+        "positive",
+        "positive",
+    ]
+    assert LABELS[rating_weak_label(9, scale_max=10)] == "positive"
+    assert LABELS[rating_weak_label(5.5, scale_max=10)] == "neutral"
+    assert LABELS[rating_weak_label(2, scale_max=10)] == "negative"

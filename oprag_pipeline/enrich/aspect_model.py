@@ -262,6 +262,18 @@ def fit_label_bias(probs: np.ndarray, labels: Sequence[int]) -> np.ndarray:
     return result.x - result.x.mean()
 
 
+def rating_weak_label(rating: float, scale_max: float = 5.0, scale_min: float = 1.0) -> int:
+    """A weak polarity label from a star rating of the aspect (the corpus's own ratings as a teacher for
+    ``fit_label_bias``): the upper two fifths of the scale positive, the lower two fifths negative, the middle fifth
+    neutral, i.e. 4-5 / 1-2 / 3 stars on a 1-5 scale, the usual reading of a five-point scale."""
+    position = (float(rating) - scale_min) / (scale_max - scale_min)
+    if position > 0.6 - 1e-9:
+        return LABELS.index("positive")
+    if position < 0.4 + 1e-9:
+        return LABELS.index("negative")
+    return LABELS.index("neutral")
+
+
 def lexicon_tiebreak(probs: np.ndarray, compound: float) -> np.ndarray:
     """Swap the neutral probability with the lexicon's polarity when the network's top answer is neutral, the
     clause is evaluative by VADER's threshold, and the network prefers that polarity to its opposite.

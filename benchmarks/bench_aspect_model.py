@@ -18,11 +18,13 @@ Prints (targets in brackets)
    mentions from other hotels of the same shuffle, measured on the evaluation hotels of 4.
 6. Throughput of the offline extractor on ~150-word TripAdvisor reviews [>= 60 reviews/s on 2 cores]: the int8
    graph scored item by item (the default), against an fp32 graph (the same weights dequantised) scored in padded
-   batches; whether batched fp32 gives bit-identical logits to fp32 alone, its MAMS accuracy, and the load average.
+   batches, and the uncalibrated path; wall-clock and per-CPU-second rates with the load average; whether batched
+   fp32 gives bit-identical logits to fp32 alone, and its MAMS accuracy.
 
-    .venv/bin/python benchmarks/bench_aspect_model.py [--hotels 20] [--reviews 600] [--memd-max 800]
+    .venv/bin/python benchmarks/bench_aspect_model.py [--hotels 20] [--reviews 400] [--memd-max 800] [--skip ...]
 
-Needs ../shared/data; parts whose data is absent are skipped with a message.
+Needs ../shared/data (or --mams / --memd / --tripadvisor); parts whose data is absent are skipped with a message.
+All sections take about 10 minutes on 2 shared cores (`--skip throughput` saves half).
 """
 
 from __future__ import annotations

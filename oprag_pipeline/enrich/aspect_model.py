@@ -343,7 +343,7 @@ class AspectSentimentModel:
     runs. Alone, a prediction depends on the item only. Throughput is kept by scoring items on ``workers`` threads,
     each running the session single-threaded (measured on TripAdvisor reviews: 48-52 docs/s, against 51 for padded
     batches of 32 on two intra-op threads). An fp32 graph of the same weights (dequantised) gives bit-identical
-    logits in any batch, but in padded batches it ran at 57 reviews per 2 CPU-seconds against 142-146 for this path
+    logits in any batch, but in padded batches it ran at 57 reviews per 2 CPU-seconds against 118-146 for this path
     (``benchmarks/bench_aspect_model.py``, same run), so the int8 graph item by item stays.
     """
 

@@ -236,3 +236,159 @@ def test_rules_can_be_switched_off(model: AspectSentimentModel) -> None:
     ruled = model.predict([span(text, "check-in")])[0]
     assert ruled.sentiment == "negative"
     assert plain.scores["negative"] < ruled.scores["negative"]
+
+
+# ------------------------------------------------------------------------------------ calibration out of domain
+# Invented sentences from domains the network never saw (apps, clothing, books, phones, hotels).
+EXPLICIT_OPINIONS = [
+    ("I would recommend the app to anyone.", "app", "positive"),
+    ("The material pills after one wash.", "material", "negative"),
+    ("The parking is a joke.", "parking", "negative"),
+    ("The battery life on this phone is fantastic.", "battery life", "positive"),
+    ("Honestly the plot of this novel is dull and predictable.", "plot", "negative"),
+    ("The sleeves are too short for me.", "sleeves", "negative"),
+]
+FACTUAL_STATEMENTS = [
+    ("The book has about three hundred pages.", "book"),
+    ("The charger comes in a separate box.", "charger"),
+    ("We took the lift to the third floor.", "lift"),
+    ("I ordered the phone on Tuesday.", "phone"),
+]
+
+
+def test_explicit_opinions_out_of_domain_are_not_neutral(model: AspectSentimentModel) -> None:
+    items = [span(text, aspect) for text, aspect, _ in EXPLICIT_OPINIONS]
+    assert sentiments(model, items) == [gold for _, _, gold in EXPLICIT_OPINIONS]
+
+
+def test_the_calibration_is_what_commits_them(model: AspectSentimentModel) -> None:
+    """The first three fixtures are ones the network as trained on MAMS calls neutral: switching the calibration
+    off must bring the neutral answers back, so the test above measures the calibration, not the network."""
+    items = [span(text, aspect) for text, aspect, _ in EXPLICIT_OPINIONS[:3]]
+    model.correct_prior, model.use_lexicon = False, False
+    try:
+        plain = sentiments(model, items)
+    finally:
+        model.correct_prior, model.use_lexicon = True, True
+    assert plain.count("neutral") >= 2, plain
+
+
+def test_factual_statements_stay_neutral(model: AspectSentimentModel) -> None:
+    assert sentiments(model, [span(text, aspect) for text, aspect in FACTUAL_STATEMENTS]) == ["neutral"] * 4
+
+
+def test_a_clause_about_another_aspect_does_not_lend_its_opinion(model: AspectSentimentModel) -> None:
+    """MAMS's neutrals: the clause's praise belongs to a neighbour. With the neighbour scored in the same call the
+    lexicon tie-break stays out; the neighbour itself gets the praise."""
+    text = "We ordered the set menu and the dessert was wonderful."
+    menu, dessert = model.predict([span(text, "set menu"), span(text, "dessert")])
+    assert dessert.sentiment == "positive"
+    assert menu.sentiment != "negative"
+    from oprag_pipeline.enrich.aspect_model import alone_in_clause
+
+    items = [AspectItem(*span(text, "set menu")), AspectItem(*span(text, "dessert"))]
+    assert alone_in_clause(items) == [False, False]
+    assert alone_in_clause(items[:1]) == [True]
+    assert alone_in_clause(items[:1], others=[span(text, "dessert")]) == [False]
+
+
+def test_prior_correction_is_label_shift() -> None:
+    from oprag_pipeline.enrich.aspect_model import prior_corrected_probabilities
+
+    logits = np.array([[0.2, 1.0, 0.4], [2.0, 0.0, -1.0]])
+    plain = prior_corrected_probabilities(logits, temperature=2.0)
+    np.testing.assert_allclose(plain.sum(axis=1), 1.0)
+    uniform = prior_corrected_probabilities(logits, temperature=2.0, train_prior=[1 / 3, 1 / 3, 1 / 3])
+    np.testing.assert_allclose(plain, uniform, atol=1e-12)  # equal training shares change nothing
+    heavy = prior_corrected_probabilities(logits, temperature=2.0, train_prior=[0.25, 0.5, 0.25])
+    neutral = LABELS.index("neutral")
+    assert (heavy[:, neutral] < plain[:, neutral]).all()  # a neutral-heavy training set is discounted
+    # the ratio of the two polar classes is untouched when their training shares are equal
+    pos, neg = LABELS.index("positive"), LABELS.index("negative")
+    np.testing.assert_allclose(heavy[:, pos] / heavy[:, neg], plain[:, pos] / plain[:, neg])
+
+
+def test_lexicon_tiebreak_only_swaps_when_both_agree() -> None:
+    from oprag_pipeline.enrich.aspect_model import lexicon_tiebreak
+
+    neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
+    leaning_pos = np.zeros(3)
+    leaning_pos[[neg, neu, pos]] = [0.1, 0.6, 0.3]
+    swapped = lexicon_tiebreak(leaning_pos, 0.6)
+    assert swapped[pos] == 0.6 and swapped[neu] == 0.3 and swapped[neg] == 0.1
+    np.testing.assert_array_equal(lexicon_tiebreak(leaning_pos, -0.6), leaning_pos)  # the network leans the other way
+    np.testing.assert_array_equal(lexicon_tiebreak(leaning_pos, 0.01), leaning_pos)  # below VADER's threshold
+    committed = np.zeros(3)
+    committed[[neg, neu, pos]] = [0.5, 0.3, 0.2]
+    np.testing.assert_array_equal(lexicon_tiebreak(committed, 0.9), committed)  # the network already committed
+
+
+def test_predictions_do_not_depend_on_other_documents(model: AspectSentimentModel) -> None:
+    """Calibrated predictions (prior, rules, lexicon) are the same whether a document is scored alone or among
+    others, and in any order: companions only count within the same text."""
+    docs = [
+        "The parking is a joke. The lobby was grand but the room was tiny.",
+        "I would recommend the app to anyone, though the login screen is slow.",
+        "The sleeves are too short for me and the zip feels cheap.",
+    ]
+    terms = [("parking", "lobby", "room"), ("app", "login screen"), ("sleeves", "zip")]
+    per_doc = [[span(d, t) for t in ts] for d, ts in zip(docs, terms, strict=True)]
+    model._cache.clear()
+    alone = [[(p.sentiment, p.scores) for p in model.predict(items)] for items in per_doc]
+    model._cache.clear()
+    mixed = [it for items in reversed(per_doc) for it in items]
+    together = dict(zip(mixed, [(p.sentiment, p.scores) for p in model.predict(mixed)], strict=True))
+    for items, expected in zip(per_doc, alone, strict=True):
+        assert [together[it] for it in items] == expected
+
+
+def test_label_bias_learns_a_domain_class_share() -> None:
+    """A domain where the network's neutral answers are mostly positive in truth: the fitted offsets lower neutral
+    and raise positive; no labels leave the model as it is."""
+    from oprag_pipeline.enrich.aspect_model import fit_label_bias
+
+    neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
+    probs = np.zeros((200, 3))
+    probs[:, [neg, neu, pos]] = [0.1, 0.55, 0.35]
+    labels = [pos] * 160 + [neu] * 20 + [neg] * 20
+    bias = fit_label_bias(probs, labels)
+    assert bias[pos] > 0 > bias[neu]
+    assert abs(bias.sum()) < 1e-9
+    np.testing.assert_array_equal(fit_label_bias(probs, []), np.zeros(3))
+
+
+def test_an_adapted_model_changes_labels_and_the_extractor_version() -> None:
+    """Adaptation end to end on invented text: offsets fitted on a small labelled sample change the student's
+    answers and the extractor version, so the opinion cache re-extracts what the adapted model would label."""
+    from oprag_pipeline.enrich.aspect_model import fit_label_bias
+    from oprag_pipeline.enrich.offline import OfflineExtractor
+
+    student = AspectSentimentModel.load()
+    base_version = OfflineExtractor(scorer=student).version
+    sample = [span(text, aspect) for text, aspect in FACTUAL_STATEMENTS[:3]]
+    target = span(*FACTUAL_STATEMENTS[3])
+    before = student.predict([target])[0]
+    # the teacher says such mentions are praised in this domain
+    student.label_bias = fit_label_bias(student.probabilities(sample * 40), [LABELS.index("positive")] * 120)
+    try:
+        after = student.predict([target])[0]
+        adapted_version = OfflineExtractor(scorer=student).version
+    finally:
+        student.label_bias = None
+    assert before.sentiment == "neutral" and after.sentiment == "positive"
+    assert adapted_version != base_version and adapted_version.startswith(base_version)
+
+
+def test_rating_weak_labels_read_the_scale_by_its_ends() -> None:
+    from oprag_pipeline.enrich.aspect_model import rating_weak_label
+
+    assert [LABELS[rating_weak_label(r)] for r in (1, 2, 3, 4, 5)] == [
+        "negative",
+        "negative",
+        "neutral",
+        "positive",
+        "positive",
+    ]
+    assert LABELS[rating_weak_label(9, scale_max=10)] == "positive"
+    assert LABELS[rating_weak_label(5.5, scale_max=10)] == "neutral"
+    assert LABELS[rating_weak_label(2, scale_max=10)] == "negative"

@@ -25,7 +25,9 @@ class ScriptedScorer:
         self.strengths = {"positive": 0.9, "negative": 0.9, "neutral": 0.9, **(strengths or {})}
         self.calls: list[str] = []
 
-    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[SimplePrediction]:
+    def predict(
+        self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[SimplePrediction]:
         out = []
         for text, start, _end in items:
             lo = text.rfind(".", 0, start) + 1
@@ -100,3 +102,38 @@ def test_a_quality_named_by_its_adjective_takes_the_adjective_polarity() -> None
     assert got[("d4", "e4")] == ("positive", "low")
     assert all("clean" not in call and "noisy" not in call and "quiet" not in call for call in scorer.calls)
     assert len(scorer.calls) == 2  # the room in d1 and the staff in d3
+
+
+def test_the_model_learns_which_mentions_share_a_clause() -> None:
+    """Adjective mentions are read off the word, not scored, but they are aspects of the same text: the scorer is
+    given them as `other_aspects`, so the aspect model knows "room" is not alone in "the room was clean"."""
+    seen: list[list[tuple[str, int, int]]] = []
+
+    class Recording(ScriptedScorer):
+        def predict(
+            self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+        ) -> list[SimplePrediction]:
+            seen.append(list(other_aspects))
+            return super().predict(items, other_aspects)
+
+    text = "The room was clean and the staff were kind."
+    extractor = OfflineExtractor(scorer=Recording())
+    extractor.extract([DocumentInput(doc_id="d1", text=text, content_hash="h")], [ROOM, STAFF, CLEANLINESS])
+    assert seen == [[(text, text.index("clean"), text.index("clean") + len("clean"))]]
+
+
+def test_the_aspect_model_ignores_lexicon_evidence_about_a_neighbour() -> None:
+    """End to end with the committed model: the clause's praise is about the dessert; the set menu, scored with
+    it, is not lifted off neutral by the lexicon, while on its own in a clause it would be."""
+    from oprag_pipeline.enrich.aspect_model import AspectSentimentModel, alone_in_clause, as_item
+
+    model = AspectSentimentModel.load()
+    text = "We ordered the set menu and the dessert was wonderful."
+    menu = (text, text.index("set menu"), text.index("set menu") + len("set menu"))
+    dessert = (text, text.index("dessert"), text.index("dessert") + len("dessert"))
+    assert alone_in_clause([as_item(menu)], others=[dessert]) == [False]
+    with_neighbour = model.predict([menu], other_aspects=[dessert])[0]
+    assert with_neighbour.sentiment == "neutral"
+    alone = model.predict([menu])[0]  # as if the dessert were no aspect: the tie-break swaps neutral and positive
+    assert alone.sentiment == "positive"
+    assert alone.scores["positive"] == with_neighbour.scores["neutral"]

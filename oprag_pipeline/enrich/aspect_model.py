@@ -17,6 +17,20 @@ Input encoding (shared with training, so both sides agree byte for byte)::
 The ``<`` ``>`` markers say *which* mention is meant when the same sentence has several aspects with different
 polarities; the second segment repeats the aspect term (or gives the category name when the aspect has no span).
 The classifier reads the [CLS] vector and the vector at the opening marker.
+
+Calibration for text other than MAMS (``AspectSentimentModel.probabilities`` and ``predict``):
+
+* MAMS was built so that every sentence holds aspects of different polarities; 44% of its training labels are
+  "neutral" (mostly aspects merely named beside an evaluated one). A softmax trained on it carries that prior, and
+  out of domain it answered "neutral" for 13-24% of aspects people had labelled positive or negative. The training
+  label shares are stored in ``model_meta.json`` (``train_label_prior``) and divided out (``logit - log prior``),
+  i.e. the posterior under equal priors (label-shift correction; Saerens et al., 2002). Nothing is fitted: the
+  shares are counts of the training labels.
+* When the network still says neutral, the aspect is the only aspect named in its clause, the clause is
+  evaluative by VADER's own documented threshold (|compound| >= 0.05), and the network itself prefers the same
+  polarity over the opposite one, the two sources agree on a direction: the network's neutral and that polarity
+  swap places (``lexicon_tiebreak``). "Only aspect in its clause" is what keeps MAMS's genuine neutrals: there the
+  clause's opinion belongs to a neighbouring aspect ("the <dinner> was late but the pasta was great").
 """
 
 from __future__ import annotations
@@ -52,6 +66,8 @@ SHORT_SENTENCE_WORDS = 6
 # When an implied-opinion pattern (cues.implied_polarity) disagrees with the model, keep this share of the model's
 # probabilities; the rest goes to the pattern's label.
 RULE_WEIGHT_KEEP = 0.35
+
+NEUTRAL = LABELS.index("neutral")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 
@@ -199,6 +215,108 @@ def softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def prior_corrected_probabilities(
+    logits: np.ndarray, temperature: float = 1.0, train_prior: Sequence[float] | None = None
+) -> np.ndarray:
+    """Class probabilities with the training data's label prior divided out (equal priors); see the module docstring.
+
+    ``train_prior`` is the share of each label in the training data (``LABELS`` order); None leaves the softmax as
+    trained. Dividing by the prior is exact for a calibrated classifier under label shift, so only its shares matter.
+    """
+    z = np.asarray(logits, dtype=np.float64) / temperature
+    if train_prior is not None:
+        z = z - np.log(np.asarray(train_prior, dtype=np.float64))
+    return softmax(z)
+
+
+# The offsets fitted by `fit_label_bias` get a unit-variance Gaussian prior (penalty ||b||^2 / 2): a shift of one
+# logit is already large (it moves a 50/50 call to 73/27), so a few hundred teacher labels decide, a handful cannot.
+LABEL_BIAS_PRIOR_VARIANCE = 1.0
+
+
+def fit_label_bias(probs: np.ndarray, labels: Sequence[int]) -> np.ndarray:
+    """Per-class log-probability offsets that best explain a labelled in-domain sample (a teacher's labels: an LLM's,
+    or gold as an oracle stand-in), for ``probabilities``' output ``probs`` (n, 3).
+
+    The lightest domain adaptation there is: the network and its features stay as they are, only how often each
+    class is expected in this domain is learnt (3 numbers, centred to sum 0). Maximum a posteriori under the
+    Gaussian prior of ``LABEL_BIAS_PRIOR_VARIANCE``; scipy's L-BFGS on a smooth convex objective.
+    """
+    from scipy.optimize import minimize
+
+    log_p = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0))
+    y = np.asarray(labels, dtype=np.int64)
+
+    def objective(b: np.ndarray) -> tuple[float, np.ndarray]:
+        z = log_p + b
+        z = z - z.max(axis=1, keepdims=True)
+        q = np.exp(z)
+        q /= q.sum(axis=1, keepdims=True)
+        nll = -float(np.log(q[np.arange(len(y)), y] + 1e-12).sum())
+        grad = q.sum(axis=0) - np.bincount(y, minlength=len(LABELS))
+        return nll + 0.5 * float(b @ b) / LABEL_BIAS_PRIOR_VARIANCE, grad + b / LABEL_BIAS_PRIOR_VARIANCE
+
+    if len(y) == 0:
+        return np.zeros(len(LABELS))
+    result = minimize(objective, np.zeros(len(LABELS)), jac=True, method="L-BFGS-B")
+    return result.x - result.x.mean()
+
+
+def rating_weak_label(rating: float, scale_max: float = 5.0, scale_min: float = 1.0) -> int:
+    """A weak polarity label from a star rating of the aspect (the corpus's own ratings as a teacher for
+    ``fit_label_bias``): the upper two fifths of the scale positive, the lower two fifths negative, the middle fifth
+    neutral, i.e. 4-5 / 1-2 / 3 stars on a 1-5 scale, the usual reading of a five-point scale."""
+    position = (float(rating) - scale_min) / (scale_max - scale_min)
+    if position > 0.6 - 1e-9:
+        return LABELS.index("positive")
+    if position < 0.4 + 1e-9:
+        return LABELS.index("negative")
+    return LABELS.index("neutral")
+
+
+def lexicon_tiebreak(probs: np.ndarray, compound: float) -> np.ndarray:
+    """Swap the neutral probability with the lexicon's polarity when the network's top answer is neutral, the
+    clause is evaluative by VADER's threshold, and the network prefers that polarity to its opposite.
+
+    A swap, not a blend: the network's own numbers are kept (intensity and pooling read them), only which polarity
+    they support changes. Returns ``probs`` unchanged in every other case.
+    """
+    from oprag_pipeline.enrich.cues import vader_polarity
+
+    lexicon = vader_polarity(compound)
+    if int(np.argmax(probs)) != NEUTRAL or lexicon == "neutral":
+        return probs
+    k = LABELS.index(lexicon)
+    opposite = LABELS.index("negative" if lexicon == "positive" else "positive")
+    if probs[k] <= probs[opposite]:
+        return probs
+    swapped = np.array(probs, dtype=np.float64)
+    swapped[k], swapped[NEUTRAL] = probs[NEUTRAL], probs[k]
+    return swapped
+
+
+def alone_in_clause(items: Sequence[AspectItem], others: Sequence[tuple[str, int, int]] = ()) -> list[bool]:
+    """For each span item: no other aspect (another item of the same text, or one of ``others``) starts inside its
+    clause (``cues.local_clause_bounds``). Category items have no clause of their own: False."""
+    from oprag_pipeline.enrich.cues import local_clause_bounds
+
+    spans: dict[str, set[tuple[int, int]]] = {}
+    for it in items:
+        if it.start is not None and it.end is not None and not it.category:
+            spans.setdefault(it.text, set()).add((it.start, it.end))
+    for text, start, end in others:
+        spans.setdefault(text, set()).add((start, end))
+    out = []
+    for it in items:
+        if it.start is None or it.end is None or it.category:
+            out.append(False)
+            continue
+        lo, hi = local_clause_bounds(it.text, it.start, it.end)
+        own = (it.start, it.end)
+        out.append(not any(lo <= a < hi and (a, b) != own for a, b in spans[it.text]))
+    return out
+
+
 ItemLike = AspectItem | tuple[str, int, int] | tuple[str, str]
 
 
@@ -224,7 +342,9 @@ class AspectSentimentModel:
     its padding (by up to 0.2, enough to flip a close call): the same review could be labelled differently in two
     runs. Alone, a prediction depends on the item only. Throughput is kept by scoring items on ``workers`` threads,
     each running the session single-threaded (measured on TripAdvisor reviews: 48-52 docs/s, against 51 for padded
-    batches of 32 on two intra-op threads).
+    batches of 32 on two intra-op threads). An fp32 graph of the same weights (dequantised) gives bit-identical
+    logits in any batch, but in padded batches it ran at 57 reviews per 2 CPU-seconds against 118-146 for this path
+    (``benchmarks/bench_aspect_model.py``, same run), so the int8 graph item by item stays.
     """
 
     def __init__(
@@ -234,6 +354,7 @@ class AspectSentimentModel:
         cache_size: int = 20000,
         temperature: float = 1.0,
         workers: int | None = None,
+        train_prior: Sequence[float] | None = None,
     ) -> None:
         self.session = session
         self.encoder = encoder
@@ -244,6 +365,12 @@ class AspectSentimentModel:
         self._cache_size = cache_size
         self._input_names = {i.name for i in session.get_inputs()}
         self.use_rules = True
+        # the two calibrations of the module docstring; off gives the network as trained (MAMS regression check)
+        self.train_prior = tuple(train_prior) if train_prior is not None else None
+        self.correct_prior = train_prior is not None
+        self.use_lexicon = True
+        # per-class offsets learnt from a labelled sample of one domain (fit_label_bias); None: not adapted
+        self.label_bias: np.ndarray | None = None
 
     @classmethod
     def load(
@@ -273,12 +400,13 @@ class AspectSentimentModel:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        temperature = 1.0
         meta_path = directory / "model_meta.json"
-        if meta_path.exists():
-            temperature = float(json.loads(meta_path.read_text()).get("temperature", 1.0))
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        temperature = float(meta.get("temperature", 1.0))
+        prior = meta.get("train_label_prior")
+        train_prior = [float(prior[label]) for label in LABELS] if prior else None
         encoder = AspectEncoder.from_dir(directory, max_context=max_context)
-        return cls(session, encoder, temperature=temperature, workers=threads)
+        return cls(session, encoder, temperature=temperature, workers=threads, train_prior=train_prior)
 
     def logits(self, items: Iterable[ItemLike]) -> np.ndarray:
         """Raw logits (n, 3) in ``LABELS`` order; windows are scored once and cached."""
@@ -298,18 +426,20 @@ class AspectSentimentModel:
                 todo.setdefault(k, []).append(i)
         if todo:
             uniq = list(todo)
-            encoded = self.encoder.encode([its[todo[k][0]] for k in uniq])
-            if self.workers > 1 and len(encoded) > 1:
-                if self._pool is None or self._pool[0] != os.getpid():
-                    self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model"))
-                rows = list(self._pool[1].map(self._score_one, encoded, chunksize=16))
-            else:
-                rows = [self._score_one(e) for e in encoded]
+            rows = self._score(self.encoder.encode([its[todo[k][0]] for k in uniq]))
             for key, row in zip(uniq, rows, strict=True):
                 for i in todo[key]:
                     out[i] = row
                 self._remember(key, row)
         return out
+
+    def _score(self, encoded: Sequence[tuple[list[int], int, int]]) -> list[np.ndarray]:
+        """Logits of each encoded item, each run alone (see the class docstring), on ``workers`` threads."""
+        if self.workers > 1 and len(encoded) > 1:
+            if self._pool is None or self._pool[0] != os.getpid():
+                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model"))
+            return list(self._pool[1].map(self._score_one, encoded, chunksize=16))
+        return [self._score_one(e) for e in encoded]
 
     def _score_one(self, encoded: tuple[list[int], int, int]) -> np.ndarray:
         feeds = {k: v for k, v in pad_batch([encoded]).items() if k in self._input_names}
@@ -320,14 +450,37 @@ class AspectSentimentModel:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def predict(self, items: Sequence[ItemLike]) -> list[AspectPrediction]:
-        """Sentiment, intensity and class probabilities for each item (see ``cues.intensity_from`` for intensity)."""
-        from oprag_pipeline.enrich.cues import implied_polarity, intensity_from, local_clause, predicate_polarity
+    def probabilities(self, items: Sequence[ItemLike]) -> np.ndarray:
+        """Calibrated class probabilities (n, 3): temperature, the training prior divided out when enabled, and the
+        domain's ``label_bias`` when the model was adapted."""
+        prior = self.train_prior if self.correct_prior else None
+        probs = prior_corrected_probabilities(self.logits(items), self.temperature, prior)
+        if self.label_bias is None:
+            return probs
+        return softmax(np.log(np.clip(probs, 1e-12, 1.0)) + self.label_bias)
+
+    def predict(
+        self, items: Sequence[ItemLike], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[AspectPrediction]:
+        """Sentiment, intensity and class probabilities for each item (see ``cues.intensity_from`` for intensity).
+
+        ``other_aspects``: further (text, start, end) mentions that are not scored here but count as other aspects of
+        the same text, so an item shares its clause with them (see ``alone_in_clause``). The items themselves always
+        count: pass all of a document's mentions in one call.
+        """
+        from oprag_pipeline.enrich.cues import (
+            implied_polarity,
+            intensity_from,
+            local_clause,
+            predicate_polarity,
+            vader_compound,
+        )
 
         its = [as_item(x) for x in items]
-        probs = softmax(self.logits(its) / self.temperature)
+        probs = self.probabilities(its)
+        alone = alone_in_clause(its, other_aspects) if self.use_lexicon else [False] * len(its)
         preds = []
-        for it, p in zip(its, probs, strict=True):
+        for it, p, single in zip(its, probs, alone, strict=True):
             window, s, e = self.encoder.window(it)
             rule = None
             if self.use_rules and s is not None:
@@ -337,6 +490,8 @@ class AspectSentimentModel:
                 # reads as praise, and it misreads some adjectives it never saw ("spotless"); an explicit
                 # implied-opinion pattern or an evaluative predicate of the aspect outweighs it
                 p = RULE_WEIGHT_KEEP * p + (1.0 - RULE_WEIGHT_KEEP) * np.eye(len(LABELS))[LABELS.index(rule)]
+            if single and int(p.argmax()) == NEUTRAL:
+                p = lexicon_tiebreak(p, vader_compound(local_clause(window, s, e)))
             k = int(p.argmax())
             sentiment = LABELS[k]
             level, score = intensity_from(window, sentiment, p, s, e)

@@ -331,15 +331,26 @@ def _vader() -> Any:
     return SentimentIntensityAnalyzer()
 
 
+# VADER's own documented cut-off: a compound score >= 0.05 is positive, <= -0.05 negative, between them neutral.
+VADER_POLARITY_THRESHOLD = 0.05
+
+
+def vader_polarity(compound: float) -> str:
+    """'positive' / 'negative' / 'neutral' by VADER's documented thresholds."""
+    if compound >= VADER_POLARITY_THRESHOLD:
+        return "positive"
+    return "negative" if compound <= -VADER_POLARITY_THRESHOLD else "neutral"
+
+
 def vader_compound(text: str) -> float:
     """VADER compound score (MIT-licensed lexicon shipped with vaderSentiment)."""
     return float(_vader().polarity_scores(text)["compound"])
 
 
-def local_clause(text: str, start: int | None, end: int | None, radius: int = 80) -> str:
-    """The clause around ``text[start:end]`` (bounded by punctuation and contrast words), for cue counting."""
+def local_clause_bounds(text: str, start: int | None, end: int | None, radius: int = 80) -> tuple[int, int]:
+    """Character bounds of the clause around ``text[start:end]`` (bounded by punctuation and contrast words)."""
     if start is None or end is None:
-        return text
+        return 0, len(text)
     lo = max(0, start - radius)
     left = text[lo:start]
     cut = [m.end() for m in re.finditer(r"[;.!?]|\bbut\b|\bhowever\b|\balthough\b|\bwhereas\b", left.lower())]
@@ -348,6 +359,12 @@ def local_clause(text: str, start: int | None, end: int | None, radius: int = 80
     right = text[end : end + radius]
     m = re.search(r"[;.!?]|\bbut\b|\bhowever\b|\balthough\b|\bwhereas\b", right.lower())
     hi = end + (m.start() + (1 if m and m.group(0) in "!?" else 0) if m else len(right))
+    return lo, hi
+
+
+def local_clause(text: str, start: int | None, end: int | None, radius: int = 80) -> str:
+    """The clause around ``text[start:end]`` (bounded by punctuation and contrast words), for cue counting."""
+    lo, hi = local_clause_bounds(text, start, end, radius)
     return text[lo:hi]
 
 
@@ -380,9 +397,10 @@ def intensity_score(prob: float, feats: dict[str, float]) -> float:
 
 
 # Cut points: the 30th and 70th percentiles of the score over non-neutral predictions on MAMS val (the training
-# corpus), i.e. a 30/40/30 low/medium/high split there; not fitted to any evaluation corpus.
-LOW_CUT = 0.27
-HIGH_CUT = 0.46
+# corpus), i.e. a 30/40/30 low/medium/high split there; not fitted to any evaluation corpus. Re-derived (0.277,
+# 0.465) when the training prior began to be divided out of the probabilities (aspect_model module docstring).
+LOW_CUT = 0.28
+HIGH_CUT = 0.47
 
 
 def intensity_from(

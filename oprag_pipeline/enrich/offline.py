@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from oprag_pipeline.enrich import cues
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
@@ -42,7 +44,12 @@ _CONSEQUENCE = re.compile(
 
 
 class AspectScorer(Protocol):
-    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[Any]: ...
+    """Scores mentions; ``other_aspects`` are the document's mentions not scored in this call (the model uses them
+    to tell whether a mention is alone in its clause; a scorer may ignore them)."""
+
+    def predict(
+        self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -58,11 +65,13 @@ class VaderClauseScorer:
 
     name = "vader-clause"
 
-    def predict(self, items: Sequence[tuple[str, int, int]]) -> list[SimplePrediction]:
+    def predict(
+        self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[SimplePrediction]:
         predictions = []
         for text, start, end in items:
             compound = cues.vader_compound(cues.local_clause(text, start, end))
-            sentiment = "positive" if compound >= 0.05 else "negative" if compound <= -0.05 else "neutral"
+            sentiment = cues.vader_polarity(compound)
             magnitude = abs(compound)
             intensity = "high" if magnitude >= 0.75 else "medium" if magnitude >= 0.4 else "low"
             # a lexicon has no calibrated probabilities: the chosen label gets all the mass
@@ -115,7 +124,12 @@ class OfflineExtractor:
     def version(self) -> str:
         if self._scorer is not None and not hasattr(self._scorer, "session"):
             return f"{OFFLINE_VERSION}+{getattr(self._scorer, 'name', type(self._scorer).__name__)}"
-        return f"{OFFLINE_VERSION}+model-{_model_fingerprint()}"
+        version = f"{OFFLINE_VERSION}+model-{_model_fingerprint()}"
+        bias = getattr(self._scorer, "label_bias", None)
+        if bias is not None:
+            # a model adapted to a domain (aspect_model.fit_label_bias) labels differently: its opinions are redone
+            version += "+adapted-" + hashlib.sha256(np.asarray(bias, dtype=np.float64).tobytes()).hexdigest()[:8]
+        return version
 
     def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float:
         return 0.0
@@ -164,10 +178,14 @@ class OfflineExtractor:
 
 
 def _predict(scorer: AspectScorer, items: Sequence[tuple[str, int, int]]) -> list[Any]:
-    """Predictions in item order: a quality named by an evaluative adjective is read off the word, the rest scored."""
+    """Predictions in item order: a quality named by an evaluative adjective is read off the word, the rest scored.
+
+    The adjective mentions are passed along as ``other_aspects``: they are aspects of the same text, so a mention
+    sharing its clause with one is not alone in it (see ``aspect_model.alone_in_clause``)."""
     read = [_adjective_prediction(*item) for item in items]
     to_score = [item for item, p in zip(items, read, strict=True) if p is None]
-    scored = iter(scorer.predict(to_score) if to_score else [])
+    adjectives = [item for item, p in zip(items, read, strict=True) if p is not None]
+    scored = iter(scorer.predict(to_score, other_aspects=adjectives) if to_score else [])
     return [p if p is not None else next(scored) for p in read]
 
 

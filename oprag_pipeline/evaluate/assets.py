@@ -13,7 +13,16 @@ from pydantic import Field
 from oprag_pipeline import settings
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import RegistryEntry, map_gold
-from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells, run_grid
+from oprag_pipeline.evaluate.grid import (
+    COMPARISONS,
+    DEPTH_TESTED_METRICS,
+    DEPTHS,
+    FAMILY,
+    HEADLINE_K,
+    PRIMARY_METRICS,
+    grid_cells,
+    run_grid,
+)
 from oprag_pipeline.evaluate.llm_questions import generate_with_llm
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.questions import QuestionEntity, generate_all
@@ -62,39 +71,6 @@ CREATE TABLE IF NOT EXISTS metric_significance (
     ci_low DOUBLE, ci_high DOUBLE, wilcoxon_statistic DOUBLE, p_value DOUBLE, p_holm DOUBLE
 );
 """
-
-# Paired tests as (treatment KB, treatment mode) vs (baseline KB, baseline mode).
-#
-# The declared family: the few comparisons the report's verdict rests on, on the primary metric at k = 20, with
-# Holm's correction over them. Plain RAG (the raw KB, hybrid) is the baseline every method must beat; the enriched
-# KB retrieved by relevance is the reference study's claim; MMR is semantic diversity, xQuAD and PM-2 the
-# literature's proportional diversification; balanced vs PM-2 asks whether balanced retrieval beats the published
-# method it most resembles.
-PLAIN_RAG = ("raw", "hybrid")
-HEADLINE_K = 20
-PRIMARY_METRICS = ("w1_gold", "w1")
-"""The family's metric: W1 to gold where the domain has gold labels (independent of the extractor, which sets the
-proportions balanced retrieval aims at), else W1 to the extracted distribution."""
-FAMILY = (
-    (("enriched", "hybrid"), PLAIN_RAG),
-    (("enriched", "balanced"), PLAIN_RAG),
-    (("enriched", "pm2"), PLAIN_RAG),
-    (("enriched", "xquad"), PLAIN_RAG),
-    (("enriched", "mmr"), PLAIN_RAG),
-    (("enriched", "balanced"), ("enriched", "pm2")),
-)
-# Everything else is exploratory: the reference study's three comparisons within each mode, and each re-ranking
-# mode against the enriched KB's own hybrid list, on every metric and depth.
-_WITHIN_MODE = (("enriched", "raw"), ("entity_split", "raw"), ("enriched", "entity_split"))
-COMPARISONS = tuple(
-    dict.fromkeys(
-        (
-            *FAMILY,
-            *(((t, mode), (b, mode)) for mode in ("semantic", "hybrid") for t, b in _WITHIN_MODE),
-            *((("enriched", mode), ("enriched", "hybrid")) for mode in ("balanced", "mmr", "xquad", "pm2")),
-        )
-    )
-)
 
 
 def _ensure_tables(conn) -> None:
@@ -514,7 +490,8 @@ def primary_metric(metrics: set[str]) -> str:
 def significance_rows(
     values: dict[tuple[int, str], dict[tuple[str, str], dict[str, float]]], clusters: dict[str, str]
 ) -> list[list]:
-    """Every comparison of `COMPARISONS` on every (k, metric), at the entity level; the declared family (primary
+    """Every comparison of `COMPARISONS` on every metric at k = 20, and on `DEPTH_TESTED_METRICS` at the other
+    depths, at the entity level; the declared family (primary
     metric, k = 20) marked `headline` with Holm-adjusted p, the rest `exploratory` (p_holm null).
 
     Row layout: mode, baseline_mode, k, metric, treatment, baseline, family, n_entities, n_questions, then the
@@ -522,6 +499,8 @@ def significance_rows(
     primary = primary_metric({metric for _, metric in values})
     rows = []
     for (k, metric), cells in sorted(values.items()):
+        if k != HEADLINE_K and metric not in DEPTH_TESTED_METRICS:
+            continue  # other depths: fidelity and match only (the depth curves show the rest, untested)
         for treatment, baseline in COMPARISONS:
             if treatment not in cells or baseline not in cells:
                 continue

@@ -287,13 +287,13 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
 
     def save(fig, name: str) -> None:
         path = out_dir / name
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        fig.savefig(path, dpi=90, bbox_inches="tight")  # ~820 px wide: fits the Dagster UI's metadata dialog
         plt.close(fig)
         plots.append(path)
 
     family = family_rows(data)
     if family:
-        fig, ax = plt.subplots(figsize=(9, 0.55 * len(family) + 1.4))
+        fig, ax = plt.subplots(figsize=(8, 0.5 * len(family) + 1.4))
         for y, r in enumerate(reversed(family)):
             colour = VARIANT_COLORS.get(variant(r["treatment"], r["mode"]), "#333")
             ax.errorbar(
@@ -319,7 +319,7 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
         if any((m, v) in coverage for v in VARIANTS)
     ]
     if panels:
-        fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), squeeze=False)
+        fig, axes = plt.subplots(2, 2, figsize=(9, 6), squeeze=False)
         for ax, metric in zip(axes.flat, panels, strict=False):
             shown = [v for v in VARIANTS if coverage.get((metric, v)) is not None]
             ax.bar(
@@ -339,7 +339,7 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
     metrics = [m for m in (primary, f"{primary}_miss", "entity_match_rate", "relevance_hybrid_rank")
                if any(r["metric"] == m for r in curve)]  # fmt: skip
     if metrics:
-        fig, axes = plt.subplots(2, 2, figsize=(10, 7), squeeze=False)
+        fig, axes = plt.subplots(2, 2, figsize=(9, 6.5), squeeze=False)
         for ax, metric in zip(axes.flat, metrics, strict=False):
             for v in VARIANTS:
                 points = sorted(
@@ -363,7 +363,7 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
     if fairness:
         attributes = sorted({r["attribute"] for r in fairness})
         shown = [v for v in VARIANTS if any(r["variant"] == v for r in fairness)]
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, squeeze=False)
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, squeeze=False)
         width = 0.8 / max(1, len(shown))
         for ax, scope in zip(axes[0], ("overall", "matched"), strict=True):
             for i, v in enumerate(shown):

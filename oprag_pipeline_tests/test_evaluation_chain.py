@@ -4,7 +4,8 @@ Every SQL data test runs as an asset check and must pass (`materialize_domain` a
 travel with the demo documents as gold, so fidelity is checked against them (W1 to the true distribution).
 
 Seeds: the fixture generates the default demo corpus with seed 7 (`OPRAG_TEST_DEMO_SEED` picks another). Every
-assertion here was checked to hold on the demo corpora of seeds 7, 11 and 23; none is a figure of one corpus —
+assertion here was checked to hold on the demo corpora of seed 7 (1,000 and 600 documents) and seed 11 (600
+documents); none is a figure of one corpus —
 which retrieval comes closest to gold changes with the seed, so the tests check the machinery (W1 and miss apart,
 entity-level tests with Holm, a verdict, reproducible reruns) and only the effects that hold by construction.
 """

@@ -36,7 +36,6 @@ VARIANT_LABELS = {
 """Every retrieval variant the report shows, in this order: each KB with hybrid retrieval, then the enriched KB's
 opinion-aware (balanced, PM-2, xQuAD) and semantic-diversity (MMR) modes."""
 VARIANTS = tuple(VARIANT_LABELS)
-KB_LABELS = VARIANT_LABELS  # the name the fairness and other sections used
 SHORT_LABELS = {
     "raw": "raw",
     "entity_split": "split",

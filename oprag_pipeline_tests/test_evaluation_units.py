@@ -193,6 +193,14 @@ def test_grid_scoring_without_gold_has_no_gold_metric() -> None:
     assert metrics["entity_match_rate"] == 0.0
 
 
+def test_grid_scoring_adds_the_relevance_proxy_from_the_hybrid_list() -> None:
+    hits = {("q", "enriched", "pm2", 10): [Hit("a", (HitOpinion("e", 10, 10),)), Hit("z", (HitOpinion("e", 0, 10),))]}
+    ranks = {("q", "enriched"): {"a": 3, "b": 1}}
+    rows = {r[4]: r[5] for r in score_grid({"q": "e"}, hits, {"e": [10]}, {}, hybrid_ranks=ranks, hybrid_depth=60)}
+    # a at rank 3, z outside the top 60 (counted 61)
+    assert rows["relevance_hybrid_rank"] == pytest.approx(32.0) and rows["relevance_in_hybrid_top"] == 0.5
+
+
 # --- SQL models --------------------------------------------------------------------------------------------------
 
 

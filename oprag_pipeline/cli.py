@@ -157,11 +157,12 @@ def run_command(domains: tuple[str, ...], selection: str) -> None:
 @click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=500), help="Hits to return.")
 @click.option(
     "--mode",
-    type=click.Choice(["semantic", "hybrid", "balanced"]),
+    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2"]),
     default="hybrid",
     show_default=True,
     help="balanced: hybrid relevance with slots in proportion to the corpus's opinions on the entities the "
-    "question names (enriched KB only).",
+    "question names (enriched KB only); mmr, xquad, pm2: the hybrid candidates re-ranked by the literature's "
+    "diversification methods (xquad and pm2 over σ-levels, enriched KB only).",
 )
 @click.option(
     "--kb",
@@ -233,6 +234,8 @@ def report_command(domains: tuple[str, ...], refresh: bool) -> None:
             except LookupError as error:
                 raise click.ClickException(str(error)) from error
         click.echo(f"{domain}: report in {written.directory} (report.md, report.html, metrics.json, plots)")
+        for line in written.verdict:
+            click.echo(line)
         click.echo(_text_table(SUMMARY_HEADERS, written.summary_rows))
         click.echo("")
 

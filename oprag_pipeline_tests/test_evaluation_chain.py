@@ -2,6 +2,12 @@
 
 Every SQL data test runs as an asset check and must pass (`materialize_domain` asserts it). The planted labels
 travel with the demo documents as gold, so fidelity is checked against them (W1 to the true distribution).
+
+Seeds: the fixture generates the default demo corpus with seed 7 (`OPRAG_TEST_DEMO_SEED` picks another). Every
+assertion here was checked to hold on the demo corpora of seed 7 (1,000 and 600 documents) and seed 11 (600
+documents); none is a figure of one corpus —
+which retrieval comes closest to gold changes with the seed, so the tests check the machinery (W1 and miss apart,
+entity-level tests with Holm, a verdict, reproducible reruns) and only the effects that hold by construction.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from oprag_pipeline.evaluate.questions import QUESTION_TYPES
 from oprag_pipeline_tests.conftest import materialize_domain
 
 DOMAIN = "hotels"
+SEED = int(os.environ.get("OPRAG_TEST_DEMO_SEED", "7"))
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +37,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("evaluate")
     data_dir = root / "data"
     # the default demo corpus, as `./scripts/main.sh` generates it (1,000 documents, seed 7); only hotels is run
-    generate_demo(data_dir, docs=1000, seed=7)
+    generate_demo(data_dir, docs=1000, seed=SEED)
     (root / "home").mkdir()
     previous = os.environ.get("OPRAG_DATA_DIR")
     os.environ["OPRAG_DATA_DIR"] = str(data_dir)
@@ -76,63 +83,111 @@ def variant_means(data_dir: Path, metric: str) -> dict[str, float]:
         query(
             data_dir,
             """SELECT variant, avg(value) FROM stg_question_metrics
-               WHERE metric = ? AND k = 20 AND mode IN ('hybrid', 'balanced') GROUP BY variant""",
+               WHERE metric = ? AND k = 20 AND mode <> 'semantic' GROUP BY variant""",
             metric,
         )
     )
 
 
-def test_balanced_enriched_retrieval_against_the_planted_truth(evaluated) -> None:
-    """The enriched KB, retrieved opinion-balanced, is closer to the planted truth (W1 to gold) than plain RAG on
-    the raw KB, than the enriched KB retrieved by relevance alone, and than the entity-split ablation; it finds more
-    opinions about the asked entity than plain RAG and mirrors the extracted corpus distribution far better.
+def test_w1_and_the_miss_are_apart(evaluated) -> None:
+    data_dir, _, _ = evaluated
+    for name in ("w1", "w1_gold"):
+        cells = query(
+            data_dir,
+            f"""SELECT max(value) FILTER (metric = '{name}'), max(value) FILTER (metric = '{name}_miss'),
+                       max(value) FILTER (metric = '{name}_incl_miss')
+                FROM question_metrics GROUP BY question_id, kb, mode, k
+                HAVING count(*) FILTER (metric = '{name}_miss') > 0""",
+        )
+        assert cells
+        for w1, miss, combined in cells:
+            assert miss in (0.0, 1.0)
+            if miss:
+                assert w1 is None and combined == 60.0
+            else:
+                assert w1 is not None and combined == pytest.approx(w1)
 
-    The margin over raw is bounded by the extractor's accuracy (the proportions come from its labels), and it is
-    not universal: on a 600-document corpus of another seed the raw KB's one-chunk-per-review sample was closer."""
+
+def test_opinion_aware_modes_against_plain_rag(evaluated) -> None:
+    """What holds on every seed checked: balanced retrieval mirrors the extracted distribution far better than
+    plain RAG (its proportions come from it), and finds opinions on the asked entity more often. The comparison
+    with gold is reported, not asserted: which method wins it depends on the corpus."""
     data_dir, _, _ = evaluated
     assert query(data_dir, "SELECT count(*) FROM gold_opinions")[0][0] > 0
-    gold = variant_means(data_dir, "w1_gold")
-    assert gold["enriched_balanced"] < gold["raw"], gold
-    assert gold["enriched_balanced"] < gold["enriched"] and gold["enriched_balanced"] < gold["entity_split"], gold
     extracted = variant_means(data_dir, "w1")
     assert extracted["enriched_balanced"] < 0.5 * extracted["raw"], extracted
     match = variant_means(data_dir, "entity_match_rate")
     assert match["enriched_balanced"] > match["raw"], match
-    significance = query(
+    assert set(match) == {"raw", "entity_split", "enriched", "enriched_balanced", "enriched_mmr", "enriched_xquad",
+                          "enriched_pm2"}  # fmt: skip
+    rank = variant_means(data_dir, "relevance_hybrid_rank")
+    assert all(r >= 1 for r in rank.values()) and set(rank) == set(match)
+
+
+def test_headline_family_is_entity_level_and_holm_corrected(evaluated) -> None:
+    data_dir, _, _ = evaluated
+    family = query(
         data_dir,
-        """SELECT treatment_mean, baseline_mean, n_questions, p_value FROM metric_significance
-           WHERE metric = 'w1_gold' AND k = 20 AND treatment = 'enriched' AND mode = 'balanced'
-             AND baseline = 'raw' AND baseline_mode = 'hybrid'""",
+        """SELECT metric, k, treatment, mode, baseline, baseline_mode, n_entities, n_questions, p_value, p_holm,
+                  ci_low, mean_difference, ci_high
+           FROM metric_significance WHERE family = 'headline' ORDER BY p_value""",
     )
-    treatment, baseline, n, p = significance[0]
-    assert treatment == pytest.approx(gold["enriched_balanced"]) and baseline == pytest.approx(gold["raw"])
-    # paired over the questions whose entity has gold labels
-    with_gold = query(
-        data_dir,
-        "SELECT count(*) FROM evaluation_questions WHERE entity_id IN (SELECT entity_id FROM gold_opinions)",
-    )[0][0]
-    assert n == with_gold > 0 and 0 <= p <= 1
+    assert {(r[0], r[1]) for r in family} == {("w1_gold", 20)}  # the demo has gold: W1 to gold at k = 20
+    assert {(r[2], r[3], r[4], r[5]) for r in family} == {
+        ("enriched", "hybrid", "raw", "hybrid"),
+        ("enriched", "balanced", "raw", "hybrid"),
+        ("enriched", "pm2", "raw", "hybrid"),
+        ("enriched", "xquad", "raw", "hybrid"),
+        ("enriched", "mmr", "raw", "hybrid"),
+        ("enriched", "balanced", "enriched", "pm2"),
+    }
+    entities = query(data_dir, "SELECT count(*) FROM evaluation_entities")[0][0]
+    for *_, n_entities, n_questions, p, p_holm, low, effect, high in family:
+        assert 0 < n_entities <= entities and n_entities <= n_questions
+        assert p is not None and p <= p_holm <= 1 and low <= effect <= high
+    # Holm's adjusted p-values are monotone in the raw ones
+    assert [r[9] for r in family] == sorted(r[9] for r in family)
+    assert (
+        query(data_dir, "SELECT count(*) FROM metric_significance WHERE family <> 'headline' AND p_holm IS NOT NULL")[
+            0
+        ][0]
+        == 0
+    )
 
 
 def test_report_files_and_metadata(evaluated) -> None:
     data_dir, _, metadata = evaluated
     folder = data_dir / "reports" / DOMAIN
     figures = json.loads((folder / "metrics.json").read_text())
-    assert figures["questions"] > 0
-    headline = {r["metric"]: r for r in figures["coverage_k20_hybrid"]}
-    assert {"entity_match_rate", "w1", "w1_gold", "sentiment_intensity_std"} <= set(headline)
-    assert all(headline["w1"][v] is not None for v in ("raw", "entity_split", "enriched", "enriched_balanced"))
-    assert any(r["metric"] == "w1_gold" and r["p_value"] is not None for r in figures["significance"])
+    assert figures["questions"] > 0 and figures["primary_metric"] == "w1_gold"
+    variants = {r["variant"] for r in figures["coverage_k20"] if r["metric"] == "w1_gold"}
+    assert {"raw", "entity_split", "enriched", "enriched_balanced", "enriched_pm2"} <= variants
     markdown = (folder / "report.md").read_text()
-    for section in ("Coverage and fidelity at k = 20", "Retrieval depth", "Semantic vs hybrid", "By question type",
-                    "Fairness", "Extraction against gold labels", "W1 per entity category"):  # fmt: skip
+    # the verdict comes first, naming the domain, an effect with its CI and the number of entities
+    first_section = markdown.split("## ", 2)[1]
+    assert first_section.startswith("Verdict") and f"{DOMAIN}: " in first_section
+    assert "95% CI" in first_section and "entities" in first_section and "Relevance cost" in first_section
+    assert markdown.index("Headline comparisons") < markdown.index("Exploratory comparisons")
+    for section in ("W1 to gold distribution per entity", "Retrieval depth", "Semantic vs hybrid", "By question type",
+                    "Fairness", "Extraction against gold labels"):  # fmt: skip
         assert section in markdown
-    assert "<table>" in (folder / "report.html").read_text()
+    page = (folder / "report.html").read_text()
+    assert "<table>" in page and "data:image/png;base64," in page
     plots = sorted(folder.glob("*.png"))
-    assert {p.name for p in plots} == {"depth_curves.png", "kb_comparison.png", "fairness.png"}
+    assert {p.name for p in plots} == {"headline_effects.png", "depth_curves.png", "kb_comparison.png", "fairness.png"}
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots)
     report_metadata = metadata["evaluation_report"]
     assert "data:image/png;base64," in report_metadata["plot_depth_curves"]
+    summary = report_metadata["summary"]
+    assert "data:image/png;base64," in summary and ".png)" not in summary  # no relative image link
+
+
+def test_the_grid_reruns_to_the_same_rows(evaluated) -> None:
+    data_dir, instance, _ = evaluated
+    sql = "SELECT * FROM retrieval_runs ORDER BY question_id, kb, mode, k, rank"
+    before = query(data_dir, sql)
+    materialize_domain(ALL_ASSETS, data_dir, instance, DOMAIN, selection=AssetSelection.assets("retrieval_runs"))
+    assert query(data_dir, sql) == before
 
 
 def test_questions_are_stable_across_runs(evaluated) -> None:
@@ -156,3 +211,4 @@ def test_report_command_prints_the_path_and_summary(evaluated, monkeypatch: pyte
     assert result.exit_code == 0, result.output
     assert str(data_dir / "reports" / DOMAIN) in result.output
     assert "W1 to gold distribution" in result.output and "enriched, balanced" in result.output
+    assert f"{DOMAIN}: " in result.output and "Holm p" in result.output  # the verdict

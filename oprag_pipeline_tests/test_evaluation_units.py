@@ -196,7 +196,7 @@ def test_grid_scoring_includes_gold_w1_from_the_retrieved_documents() -> None:
     assert rows["entity_match_rate"] == pytest.approx(2 / 3)
     # retrieved gold of entity-matched hits: d1 → 30, d3 → −30 (d2 does not match e1); vs [30, −30, 0]
     # quantile functions: retrieved (−30 | 30 at 1/2), reference (−30, 0, 30 in thirds) → |0−(−30)|·1/6·2 = 10
-    assert rows["w1_gold"] == pytest.approx(10.0)
+    assert rows["w1_gold"] == pytest.approx(10.0) and rows["w1_gold_miss"] == 0.0
     assert rows["coverage_type"] == pytest.approx(2 / 3)
     assert rows["coverage_matched_type"] == pytest.approx(1 / 3)
 
@@ -204,8 +204,18 @@ def test_grid_scoring_includes_gold_w1_from_the_retrieved_documents() -> None:
 def test_grid_scoring_without_gold_has_no_gold_metric() -> None:
     rows = list(score_grid({"q": "e"}, {("q", "raw", "semantic", 10): []}, {"e": [10]}, {}))
     metrics = {r[4]: r[5] for r in rows}
-    assert "w1_gold" not in metrics
-    assert metrics["w1"] == 60.0 and metrics["entity_match_rate"] == 0.0  # nothing retrieved: worst case
+    assert not any(m.startswith("w1_gold") for m in metrics)
+    # nothing retrieved: no W1, a miss, and the combined figure at the worst case
+    assert "w1" not in metrics and metrics["w1_miss"] == 1.0 and metrics["w1_incl_miss"] == 60.0
+    assert metrics["entity_match_rate"] == 0.0
+
+
+def test_grid_scoring_adds_the_relevance_proxy_from_the_hybrid_list() -> None:
+    hits = {("q", "enriched", "pm2", 10): [Hit("a", (HitOpinion("e", 10, 10),)), Hit("z", (HitOpinion("e", 0, 10),))]}
+    ranks = {("q", "enriched"): {"a": 3, "b": 1}}
+    rows = {r[4]: r[5] for r in score_grid({"q": "e"}, hits, {"e": [10]}, {}, hybrid_ranks=ranks, hybrid_depth=60)}
+    # a at rank 3, z outside the top 60 (counted 61)
+    assert rows["relevance_hybrid_rank"] == pytest.approx(32.0) and rows["relevance_in_hybrid_top"] == 0.5
 
 
 # --- SQL models --------------------------------------------------------------------------------------------------

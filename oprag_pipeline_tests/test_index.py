@@ -88,6 +88,11 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert "retrieved (n=" in result.output and "corpus (n=" in result.output
     raw = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--kb", "raw", "--mode", "semantic"])
     assert raw.exit_code == 0, raw.output
+    for mode in ("pm2", "mmr"):  # the diversification baselines are reachable from the command line too
+        diversified = CliRunner().invoke(
+            main, ["query", "what do guests think of the breakfast?", "--domain", "hotels", "-k", "5", "--mode", mode]
+        )
+        assert diversified.exit_code == 0 and "5 hits for" in diversified.output, diversified.output
     missing = CliRunner().invoke(main, ["query", "x", "--domain", "nowhere"])
     assert missing.exit_code != 0 and "materialize the index first" in missing.output
 

@@ -16,12 +16,14 @@ from oprag_pipeline.evaluate.metrics import (
     demographic_coverage,
     distinct_emotions,
     entity_match_rate,
+    fidelity_metrics,
+    hybrid_rank_relevance,
     impact_std,
     question_metrics,
     sentiment_intensity_std,
     wasserstein1,
 )
-from oprag_pipeline.evaluate.stats import bootstrap_ci, compare_paired
+from oprag_pipeline.evaluate.stats import bootstrap_ci, compare_clustered, compare_paired, holm
 
 HITS = [
     Hit("p1", (HitOpinion("e1", 30, 30, ("delight",)),), {"traveller_type": "business", "activity": "novice"}),
@@ -86,7 +88,9 @@ def test_demographic_coverage_overall_and_matched() -> None:
 
 def test_question_metrics_row() -> None:
     row = question_metrics(HITS, "e1", [30, -20, -20], {"traveller_type": ["business", "family"]})
-    assert row["w1"] == pytest.approx(0.0)
+    assert row["w1"] == pytest.approx(0.0) and row["w1_miss"] == 0.0 and row["w1_incl_miss"] == pytest.approx(0.0)
+    missed = question_metrics(HITS, "e9", [30], {})
+    assert "w1" not in missed and missed["w1_miss"] == 1.0 and missed["w1_incl_miss"] == 60.0
     assert row["entity_match_rate"] == 0.75
     assert row["coverage_traveller_type"] == 1.0 and row["coverage_matched_traveller_type"] == 1.0
 
@@ -119,3 +123,37 @@ def test_bootstrap_is_reproducible() -> None:
     assert bootstrap_ci(values) == bootstrap_ci(values)
     low, high = bootstrap_ci(values)
     assert low < np.mean(values) < high
+
+
+def test_w1_and_miss_are_apart_and_the_combined_figure_keeps_its_old_value() -> None:
+    assert fidelity_metrics("w1", [30], [30, -30]) == {"w1": 30.0, "w1_miss": 0.0, "w1_incl_miss": 30.0}
+    assert fidelity_metrics("w1_gold", [], [30, -30]) == {"w1_gold_miss": 1.0, "w1_gold_incl_miss": 60.0}
+
+
+def test_hybrid_rank_relevance() -> None:
+    # a at rank 1, c at rank 5, b outside the top 10 (counted 11)
+    row = hybrid_rank_relevance(["a", "b", "c"], {"a": 1, "c": 5, "z": 2}, 10)
+    assert row == pytest.approx({"relevance_in_hybrid_top": 2 / 3, "relevance_hybrid_rank": 17 / 3})
+    assert hybrid_rank_relevance([], {"a": 1}, 10) == {}
+
+
+def test_clustered_comparison_runs_over_entities() -> None:
+    # e1: q1 (10 vs 20), q2 (14 vs 20) → 12 vs 20, Δ −8; e2: q3 (5 vs 6) → Δ −1; e3: q4 (30 vs 27) → Δ +3, q5 has
+    # no treatment value and is left out on both sides. Entity Δ = (−8, −1, +3): ranks of |Δ| 3, 1, 2, W+ = 2,
+    # W− = 4; of the 8 equally likely sign patterns 3 give W+ ≤ 2, so the exact two-sided p is 2 · 3/8 = 0.75.
+    clusters = {"q1": "e1", "q2": "e1", "q3": "e2", "q4": "e3", "q5": "e3"}
+    treatment = {"q1": 10.0, "q2": 14.0, "q3": 5.0, "q4": 30.0}
+    baseline = {"q1": 20.0, "q2": 20.0, "q3": 6.0, "q4": 27.0, "q5": 50.0}
+    c = compare_clustered("w1", "t", treatment, "b", baseline, clusters)
+    assert (c.n_entities, c.n_questions) == (3, 4)
+    assert c.mean_difference == pytest.approx(-2.0)
+    assert (c.treatment_mean, c.baseline_mean) == pytest.approx((47 / 3, 53 / 3))
+    assert c.wilcoxon_statistic == 2.0 and c.p_value == pytest.approx(0.75)
+    assert c.ci_low <= -2.0 <= c.ci_high
+
+
+def test_holm_by_hand() -> None:
+    # sorted 0.01, 0.03, 0.04 → ×3, ×2, ×1 = 0.03, 0.06, 0.04 → running maximum 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03, None]) == pytest.approx([0.03, 0.06, 0.06, None])
+    assert holm([0.5, 0.6]) == [1.0, 1.0]
+    assert holm([]) == []

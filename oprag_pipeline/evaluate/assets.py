@@ -13,13 +13,23 @@ from pydantic import Field
 from oprag_pipeline import settings
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, load_rated_aspects, map_gold
-from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells, run_grid
+from oprag_pipeline.evaluate.grid import (
+    COMPARISONS,
+    DEPTH_TESTED_METRICS,
+    DEPTHS,
+    FAMILY,
+    HEADLINE_K,
+    PRIMARY_METRICS,
+    grid_cells,
+    run_grid,
+)
 from oprag_pipeline.evaluate.llm_questions import generate_with_llm
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.questions import QuestionEntity, generate_all
 from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
-from oprag_pipeline.evaluate.stats import compare_paired
+from oprag_pipeline.evaluate.stats import compare_clustered, holm
+from oprag_pipeline.index.diversify import DEFAULT_LAMBDA
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
 from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
@@ -55,20 +65,12 @@ CREATE TABLE IF NOT EXISTS question_metrics (
 CREATE TABLE IF NOT EXISTS metric_significance (
     domain VARCHAR NOT NULL, mode VARCHAR NOT NULL, baseline_mode VARCHAR NOT NULL, k INTEGER NOT NULL,
     metric VARCHAR NOT NULL,
-    treatment VARCHAR NOT NULL, baseline VARCHAR NOT NULL, n_questions INTEGER NOT NULL, treatment_mean DOUBLE,
+    treatment VARCHAR NOT NULL, baseline VARCHAR NOT NULL, family VARCHAR NOT NULL, n_entities INTEGER NOT NULL,
+    n_questions INTEGER NOT NULL, treatment_mean DOUBLE,
     baseline_mean DOUBLE, relative_change DOUBLE, relative_change_label VARCHAR NOT NULL, mean_difference DOUBLE,
-    ci_low DOUBLE, ci_high DOUBLE, wilcoxon_statistic DOUBLE, p_value DOUBLE
+    ci_low DOUBLE, ci_high DOUBLE, wilcoxon_statistic DOUBLE, p_value DOUBLE, p_holm DOUBLE
 );
 """
-
-# Paired tests as (treatment KB, treatment mode) vs (baseline KB, baseline mode): the reference study's three
-# comparisons within each mode, and opinion-balanced retrieval against plain hybrid retrieval of both KBs.
-_WITHIN_MODE = (("enriched", "raw"), ("entity_split", "raw"), ("enriched", "entity_split"))
-COMPARISONS = (
-    *(((t, mode), (b, mode)) for mode in ("semantic", "hybrid") for t, b in _WITHIN_MODE),
-    (("enriched", "balanced"), ("raw", "hybrid")),
-    (("enriched", "balanced"), ("enriched", "hybrid")),
-)
 
 
 def _ensure_tables(conn) -> None:
@@ -270,16 +272,30 @@ def evaluation_questions(
     )
 
 
+class RetrievalRunsConfig(Config):
+    mmr_lambda: float = Field(
+        default=DEFAULT_LAMBDA, ge=0.0, le=1.0, description="MMR's λ: weight of relevance against redundancy."
+    )
+    aspect_lambda: float = Field(
+        default=DEFAULT_LAMBDA,
+        ge=0.0,
+        le=1.0,
+        description="λ of xQuAD (weight of aspect coverage) and PM-2 (weight of the served aspect).",
+    )
+
+
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
     deps=["evaluation_questions", "raw_kb", "entity_split_kb", "enriched_kb"],
     description="Every question × knowledge base (raw, entity_split, enriched) × mode (semantic, hybrid; and "
-    "opinion-balanced on the enriched KB) × k (10, 20, 40, 60), one real query each; one row per hit.",
+    "opinion-balanced, MMR, xQuAD and PM-2 on the enriched KB) × k (10, 20, 40, 60), one real query each; one row "
+    "per hit; ties cut by point id, so a rerun gives the same rows.",
 )
 def retrieval_runs(
     context: AssetExecutionContext,
+    config: RetrievalRunsConfig,
     warehouse: DuckDBResource,
     embedder: EmbedderResource,
     vector_store: VectorStoreResource,
@@ -292,7 +308,13 @@ def retrieval_runs(
         ).fetchall()
         profile = OpinionProfile.load(conn, domain)
     store = vector_store.open_store()
-    retriever = Retriever(store, embedder.embedder(), profiles={domain: profile})
+    retriever = Retriever(
+        store,
+        embedder.embedder(),
+        profiles={domain: profile},
+        mmr_lambda=config.mmr_lambda,
+        aspect_lambda=config.aspect_lambda,
+    )
     started = time.perf_counter()
     last_log = [started]
 
@@ -380,8 +402,9 @@ def gold_opinions(
     kinds={"duckdb"},
     deps=["stg_hit_opinions", "author_attributes", "gold_opinions", "evaluation_questions"],
     description="Per question × KB × mode × k: entity match, σ and impact spread, distinct emotions, W1 to the "
-    "corpus (and to gold where present), demographic coverage overall and among entity-matched hits — computed by "
-    "the pure functions of `evaluate/metrics.py`.",
+    "corpus (and to gold where present) over retrievals that found opinions, the miss indicator and the old combined "
+    "figure, the hybrid-rank relevance proxy, demographic coverage overall and among entity-matched hits — computed "
+    "by the pure functions of `evaluate/metrics.py`.",
 )
 def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
@@ -438,10 +461,23 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
             ]
             for key, ranked in cells.items()
         }
+        # the relevance proxy's reference: each KB's plain hybrid list of the question at the deepest k
+        hybrid_depth = max(DEPTHS)
+        hybrid_ranks: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+        for (q, kb, mode, k), ranked in cells.items():
+            if mode == "hybrid" and k == hybrid_depth:
+                hybrid_ranks[(q, kb)] = {point_id: rank for rank, (point_id, _, _) in ranked.items()}
         rows = [
             [domain, *row]
             for row in score_grid(
-                question_entities, hits, corpus_scores, groups, gold_corpus=gold_corpus, gold_by_doc=gold_by_doc
+                question_entities,
+                hits,
+                corpus_scores,
+                groups,
+                gold_corpus=gold_corpus,
+                gold_by_doc=gold_by_doc,
+                hybrid_ranks=hybrid_ranks,
+                hybrid_depth=hybrid_depth,
             )
         ]
         _replace_rows(conn, "question_metrics", domain, rows, 7)
@@ -455,47 +491,87 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
     )
 
 
+def primary_metric(metrics: set[str]) -> str:
+    """The family's metric for a domain: the first of `PRIMARY_METRICS` it has values for."""
+    return next((m for m in PRIMARY_METRICS if m in metrics), PRIMARY_METRICS[-1])
+
+
+def significance_rows(
+    values: dict[tuple[int, str], dict[tuple[str, str], dict[str, float]]], clusters: dict[str, str]
+) -> list[list]:
+    """Every comparison of `COMPARISONS` on every metric at k = 20, and on `DEPTH_TESTED_METRICS` at the other
+    depths, at the entity level; the declared family (primary
+    metric, k = 20) marked `headline` with Holm-adjusted p, the rest `exploratory` (p_holm null).
+
+    Row layout: mode, baseline_mode, k, metric, treatment, baseline, family, n_entities, n_questions, then the
+    comparison's figures (the table's columns after `domain`)."""
+    primary = primary_metric({metric for _, metric in values})
+    rows = []
+    for (k, metric), cells in sorted(values.items()):
+        if k != HEADLINE_K and metric not in DEPTH_TESTED_METRICS:
+            continue  # other depths: fidelity and match only (the depth curves show the rest, untested)
+        for treatment, baseline in COMPARISONS:
+            if treatment not in cells or baseline not in cells:
+                continue
+            c = compare_clustered(metric, treatment[0], cells[treatment], baseline[0], cells[baseline], clusters)
+            if not c.n_entities:
+                continue
+            family = (
+                "headline"
+                if (metric, k) == (primary, HEADLINE_K) and (treatment, baseline) in FAMILY
+                else ("exploratory")
+            )
+            rows.append(
+                [treatment[1], baseline[1], k, metric, treatment[0], baseline[0], family, c.n_entities, c.n_questions,
+                 c.treatment_mean, c.baseline_mean, c.relative_change, c.relative_change_label, c.mean_difference,
+                 c.ci_low, c.ci_high, c.wilcoxon_statistic, c.p_value, None]
+            )  # fmt: skip
+    headline = [i for i, r in enumerate(rows) if r[6] == "headline"]
+    for i, adjusted in zip(headline, holm([rows[i][17] for i in headline]), strict=True):
+        rows[i][18] = adjusted
+    return rows
+
+
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
     deps=["stg_question_metrics"],
-    description="Paired Wilcoxon signed-rank tests over questions for every metric, mode and k (enriched vs raw, "
-    "entity-split vs raw, enriched vs entity-split), with bootstrap 95% CIs and the relative change.",
+    description="Paired comparisons at the entity level (metric averaged over each entity's questions, then a "
+    "Wilcoxon signed-rank test and a cluster-bootstrap 95% CI over entities) for every metric, mode and k; the "
+    "declared headline family (primary W1 at k = 20: each method vs plain RAG, balanced vs PM-2) Holm-corrected, "
+    "the rest exploratory.",
 )
 def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         values: dict[tuple[int, str], dict[tuple[str, str], dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-        for question_id, kb, mode, k, metric, value in conn.execute(
-            "SELECT question_id, kb, mode, k, metric, value FROM stg_question_metrics WHERE domain = ?", [domain]
+        clusters: dict[str, str] = {}
+        for question_id, entity_id, kb, mode, k, metric, value in conn.execute(
+            """SELECT question_id, entity_id, kb, mode, k, metric, value FROM stg_question_metrics
+               WHERE domain = ?""",
+            [domain],
         ).fetchall():
             values[(k, metric)][(kb, mode)][question_id] = value
-        rows = []
-        for (k, metric), cells in sorted(values.items()):
-            for treatment, baseline in COMPARISONS:
-                shared = sorted(set(cells.get(treatment, {})) & set(cells.get(baseline, {})))
-                if not shared:
-                    continue
-                c = compare_paired(
-                    metric,
-                    treatment[0],
-                    [cells[treatment][q] for q in shared],
-                    baseline[0],
-                    [cells[baseline][q] for q in shared],
-                )
-                rows.append(
-                    [domain, treatment[1], baseline[1], k, metric, treatment[0], baseline[0], c.n_questions,
-                     c.treatment_mean, c.baseline_mean, c.relative_change, c.relative_change_label,
-                     c.mean_difference, c.ci_low, c.ci_high, c.wilcoxon_statistic, c.p_value]
-                )  # fmt: skip
-        _replace_rows(conn, "metric_significance", domain, rows, 17)
-    headline = [r for r in rows if r[1] == r[2] == "hybrid" and r[3] == 20 and r[5] == "enriched" and r[6] == "raw"]
+            clusters[question_id] = entity_id
+        rows = [[domain, *r] for r in significance_rows(values, clusters)]
+        _replace_rows(conn, "metric_significance", domain, rows, 20)
+    headline = [r for r in rows if r[7] == "headline"]
     table = report_writer.markdown_table(
-        ["metric", "raw", "enriched", "change", "p"], [[r[4], r[9], r[8], r[11], r[16]] for r in headline]
+        ["metric", "comparison", "entities", "Δ (95% CI)", "p", "p Holm"],
+        [
+            [r[4], f"{r[5]} {r[1]} vs {r[6]} {r[2]}", r[8], f"{r[14]:+.2f} [{r[15]:+.2f}, {r[16]:+.2f}]", r[18], r[19]]
+            for r in headline
+        ],
     )
-    return MaterializeResult(metadata={"tests": len(rows), "enriched_vs_raw_k20_hybrid": MetadataValue.md(table)})
+    return MaterializeResult(
+        metadata={
+            "tests": len(rows),
+            "headline_tests": len(headline),
+            "headline_family": MetadataValue.md(table),
+        }
+    )
 
 
 @asset(
@@ -504,7 +580,7 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
     kinds={"duckdb"},
     deps=[
         "mart_coverage_k20",
-        "mart_w1_by_category",
+        "mart_w1_by_entity",
         "mart_depth_curve",
         "mart_mode_comparison",
         "mart_question_type",

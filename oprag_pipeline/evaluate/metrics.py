@@ -87,7 +87,7 @@ def wasserstein1(retrieved: Sequence[float], reference: Sequence[float] | ScoreD
     """Empirical W1 between two samples of σ-scale scores, via optimal transport (POT's exact 1-D solver).
 
     Empty retrieved samples get the worst case on the scale (60: all mass moved end to end), so a retrieval that
-    finds nothing about the entity is not rewarded.
+    finds nothing about the entity is not rewarded; `fidelity_metrics` reports that case apart as a miss.
     """
     if len(reference) == 0:
         raise ValueError("the reference distribution is empty")
@@ -101,6 +101,42 @@ def wasserstein1(retrieved: Sequence[float], reference: Sequence[float] | ScoreD
 
 def retrieved_scores(hits: Sequence[Hit], entity_id: str) -> list[int]:
     return [o.sentiment_intensity for o in _entity_opinions(hits, entity_id)]
+
+
+def fidelity_metrics(
+    name: str, retrieved: Sequence[float], reference: Sequence[float] | ScoreDistribution
+) -> dict[str, float]:
+    """W1 and the miss apart, and the old combined figure under its own name.
+
+    Why apart: a retrieval that found no opinion on the entity has no distribution to compare, and scoring it at
+    the scale's maximum (60) mixes "found nothing" with "found a skewed sample" in one average. So:
+
+    * `<name>` — W1 over the retrievals that found opinions (absent from the row otherwise);
+    * `<name>_miss` — 1 when none was found, else 0 (its mean is the miss rate);
+    * `<name>_incl_miss` — the former combined figure, a miss counted as 60.
+    """
+    row = {f"{name}_miss": 0.0 if len(retrieved) else 1.0, f"{name}_incl_miss": wasserstein1(retrieved, reference)}
+    if len(retrieved):
+        row[name] = row[f"{name}_incl_miss"]
+    return row
+
+
+def hybrid_rank_relevance(hit_ids: Sequence[str], hybrid_ranks: Mapping[str, int], depth: int) -> dict[str, float]:
+    """A relevance proxy next to the fidelity figures: where the hits sit in the same KB's plain hybrid ranking
+    of the question (its top `depth`). A diversifier that reaches far down the relevance list — or outside it,
+    into text the plain retriever would not have returned — shows it here.
+
+    * `relevance_in_hybrid_top` — share of hits inside that top `depth`;
+    * `relevance_hybrid_rank` — mean rank of the hits there, a hit outside counting as depth + 1 (a lower bound
+      on how far down it is).
+    """
+    if not hit_ids:
+        return {}
+    ranks = [hybrid_ranks.get(h, depth + 1) for h in hit_ids]
+    return {
+        "relevance_in_hybrid_top": sum(r <= depth for r in ranks) / len(ranks),
+        "relevance_hybrid_rank": float(np.mean(ranks)),
+    }
 
 
 def demographic_coverage(
@@ -134,7 +170,7 @@ def question_metrics(
         "sentiment_intensity_std": sentiment_intensity_std(hits, entity_id),
         "impact_std": impact_std(hits, entity_id),
         "distinct_emotions": float(distinct_emotions(hits, entity_id)),
-        "w1": wasserstein1(retrieved_scores(hits, entity_id), corpus_scores),
+        **fidelity_metrics("w1", retrieved_scores(hits, entity_id), corpus_scores),
     }
     for attribute, share in demographic_coverage(hits, groups).items():
         row[f"coverage_{attribute}"] = share

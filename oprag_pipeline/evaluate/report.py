@@ -1,7 +1,13 @@
 """The evaluation report of one domain: `metrics.json`, `report.md`, `report.html` and PNG plots.
 
 Everything is read from the marts and `metric_significance`, so the report shows exactly what the SQL models and
-tests computed. The Markdown and HTML are rendered from one list of sections, so they cannot disagree.
+tests computed. It opens with a verdict — which retrieval came closest to the corpus's opinions, by how much, with
+its entity-level CI, and what it cost in relevance — then the declared family of headline comparisons, W1 per
+entity, and the exploratory rest.
+
+The Markdown and HTML are rendered from one list of sections, so they cannot disagree. The sections come from
+`SECTIONS`, a list of functions `(data, plots) -> list[Section]`: a new analysis adds its section by appending a
+function (and, if it needs more tables, a query to `collect`'s `extra_queries`).
 """
 
 from __future__ import annotations
@@ -9,35 +15,67 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-KB_LABELS = {
-    "raw": "raw KB",
+from oprag_pipeline.evaluate.grid import FAMILY
+
+VARIANT_LABELS = {
+    "raw": "raw KB (plain RAG)",
     "entity_split": "entity-split KB",
     "enriched": "enriched KB",
-    "enriched_balanced": "enriched KB, balanced",
+    "enriched_balanced": "enriched, balanced",
+    "enriched_pm2": "enriched, PM-2",
+    "enriched_xquad": "enriched, xQuAD",
+    "enriched_mmr": "enriched, MMR",
 }
-KBS = ("raw", "entity_split", "enriched")
-VARIANTS = tuple(KB_LABELS)
+"""Every retrieval variant the report shows, in this order: each KB with hybrid retrieval, then the enriched KB's
+opinion-aware (balanced, PM-2, xQuAD) and semantic-diversity (MMR) modes."""
+VARIANTS = tuple(VARIANT_LABELS)
+SHORT_LABELS = {
+    "raw": "raw",
+    "entity_split": "split",
+    "enriched": "enriched",
+    "enriched_balanced": "balanced",
+    "enriched_pm2": "PM-2",
+    "enriched_xquad": "xQuAD",
+    "enriched_mmr": "MMR",
+}
+VARIANT_COLORS = {
+    "raw": "#7f7f7f",
+    "entity_split": "#56b4e9",
+    "enriched": "#0072b2",
+    "enriched_balanced": "#d55e00",
+    "enriched_pm2": "#009e73",
+    "enriched_xquad": "#cc79a7",
+    "enriched_mmr": "#e69f00",
+}
+"""One colour per variant in every plot (the Okabe–Ito palette, legible to colour-blind readers)."""
 HEADLINE_METRICS = (
-    ("entity_match_rate", "entity match rate", "share", "higher"),
-    ("sentiment_intensity_std", "sentiment-intensity std (σ)", "num", "higher"),
-    ("impact_std", "impact std", "num", "higher"),
-    ("distinct_emotions", "distinct emotional markers", "num", "higher"),
-    ("w1", "W1 to corpus distribution", "num", "lower"),
     ("w1_gold", "W1 to gold distribution", "num", "lower"),
+    ("w1_gold_miss", "miss rate (gold)", "share", "lower"),
+    ("w1", "W1 to corpus distribution", "num", "lower"),
+    ("w1_miss", "miss rate", "share", "lower"),
+    ("w1_incl_miss", "W1 to corpus, a miss as 60 (old figure)", "num", "lower"),
+    ("entity_match_rate", "entity match rate", "share", "higher"),
+    ("relevance_hybrid_rank", "mean rank in its KB's hybrid top 60", "num", "lower"),
+    ("relevance_in_hybrid_top", "share in its KB's hybrid top 60", "share", "higher"),
+    ("sentiment_intensity_std", "sentiment-intensity std (σ)", "num", "higher"),
+    ("distinct_emotions", "distinct emotional markers", "num", "higher"),
 )
+METRIC_LABELS = {m: label for m, label, _, _ in HEADLINE_METRICS}
+PLAIN_RAG = "raw"
+ALPHA = 0.05
 
 
 @dataclass
 class Section:
     title: str
-    text: str = ""
+    text: str = ""  # paragraphs separated by blank lines
     headers: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
     image: Path | None = None
@@ -52,6 +90,7 @@ class WrittenReport:
     plots: list[Path]
     summary_markdown: str
     summary_rows: list[list[str]]
+    verdict: list[str] = field(default_factory=list)
 
 
 def _fmt(value: Any, kind: str = "num") -> str:
@@ -76,6 +115,23 @@ def _table_exists(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
     )
 
 
+def variant(kb: str, mode: str) -> str:
+    return kb if mode in ("semantic", "hybrid") else f"{kb}_{mode}"
+
+
+def comparison_label(row: Mapping[str, Any]) -> str:
+    def side(kb: str, mode: str) -> str:
+        label = VARIANT_LABELS.get(variant(kb, mode), kb)
+        return f"{label}, semantic" if mode == "semantic" else label
+
+    return f"{side(row['treatment'], row['mode'])} vs {side(row['baseline'], row['baseline_mode'])}"
+
+
+extra_queries: dict[str, str] = {}
+"""More tables for sections added later: name → SQL with one `?` for the domain; the rows land in `data[name]`
+(an empty list when the query's table does not exist yet)."""
+
+
 def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
     """Every figure of the report as plain data (this is `metrics.json`)."""
     needed = ["mart_coverage_k20", "metric_significance", "evaluation_questions", "mart_depth_curve"]
@@ -90,13 +146,14 @@ def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
             """SELECT entity_id, entity_name, tier1_name, mentions, round(entropy_bits, 4) AS entropy_bits,
                       comparison_name FROM evaluation_entities WHERE domain = ? ORDER BY entropy_bits DESC"""
         ),
-        "coverage_k20_hybrid": q("SELECT * EXCLUDE (domain) FROM mart_coverage_k20 WHERE domain = ? ORDER BY metric"),
+        "coverage_k20": q("SELECT * EXCLUDE (domain) FROM mart_coverage_k20 WHERE domain = ? ORDER BY metric, variant"),
+        # the declared family first, then the exploratory rest; within each, by metric, k and comparison
         "significance": q(
-            "SELECT * EXCLUDE (domain) FROM metric_significance WHERE domain = ? ORDER BY metric, mode, k, treatment"
+            """SELECT * EXCLUDE (domain) FROM metric_significance WHERE domain = ?
+               ORDER BY family <> 'headline', metric, k, treatment, mode, baseline, baseline_mode"""
         ),
-        "w1_by_category": q(
-            "SELECT * EXCLUDE (domain) FROM mart_w1_by_category WHERE domain = ? "
-            "ORDER BY metric, entity_category, variant"
+        "w1_by_entity": q(
+            "SELECT * EXCLUDE (domain) FROM mart_w1_by_entity WHERE domain = ? ORDER BY metric, entity_name, variant"
         ),
         "depth_curve": q(
             "SELECT * EXCLUDE (domain) FROM mart_depth_curve WHERE domain = ? ORDER BY metric, kb, mode, k"
@@ -112,60 +169,110 @@ def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
             "SELECT * EXCLUDE (domain) FROM mart_extraction_vs_gold WHERE domain = ? ORDER BY source"
         ),
     }
+    for name, sql in extra_queries.items():
+        try:
+            data[name] = q(sql)
+        except duckdb.CatalogException:
+            data[name] = []
+    family = [r for r in data["significance"] if r["family"] == "headline"]
+    data["primary_metric"] = family[0]["metric"] if family else None
     return data
 
 
-def _significance(
-    data: dict[str, Any], metric: str, treatment: tuple[str, str], baseline: tuple[str, str], k: int = 20
-) -> dict[str, Any] | None:
-    for row in data["significance"]:
-        if (
-            row["metric"] == metric
-            and row["k"] == k
-            and (row["treatment"], row["mode"]) == treatment
-            and (row["baseline"], row["baseline_mode"]) == baseline
-        ):
-            return row
-    return None
+def _coverage(data: Mapping[str, Any]) -> dict[tuple[str, str], float | None]:
+    return {(r["metric"], r["variant"]): r["mean"] for r in data["coverage_k20"]}
+
+
+def family_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The headline comparisons in the order they were declared (`grid.FAMILY`)."""
+    order = {pair: i for i, pair in enumerate(FAMILY)}
+
+    def position(r: Mapping[str, Any]) -> int:
+        return order.get(((r["treatment"], r["mode"]), (r["baseline"], r["baseline_mode"])), len(order))
+
+    return sorted((r for r in data["significance"] if r["family"] == "headline"), key=position)
+
+
+def _effect(row: Mapping[str, Any]) -> str:
+    return f"Δ {row['mean_difference']:+.2f} (95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}])"
+
+
+def _significant(row: Mapping[str, Any]) -> bool:
+    return row.get("p_holm") is not None and row["p_holm"] < ALPHA
+
+
+def verdict(data: Mapping[str, Any]) -> list[str]:
+    """The report's first lines: which retrieval came closest to the corpus's opinions on the primary metric (W1 to
+    gold where the domain has gold), by how much against plain RAG with its entity-level CI and Holm-corrected p,
+    and what it cost in entity match, miss rate and relevance; then balanced retrieval against PM-2."""
+    family = family_rows(data)
+    metric = data.get("primary_metric")
+    if not family or metric is None:
+        return [f"{data['domain']}: no headline comparison could be made (no questions with opinions to compare)."]
+    coverage = _coverage(data)
+    against_raw = [r for r in family if (r["baseline"], r["baseline_mode"]) == (PLAIN_RAG, "hybrid")]
+    what = "W1 to the gold distribution" if metric == "w1_gold" else "W1 to the extracted corpus distribution"
+    lines = []
+
+    # closest = the lowest mean over all its questions that found opinions (the summary table's figure); its
+    # effect against plain RAG is then the family's paired, entity-level comparison
+    def closeness(r: Mapping[str, Any]) -> tuple:
+        mean = coverage.get((metric, variant(r["treatment"], r["mode"])))
+        return (r["treatment_mean"] if mean is None else mean, r["treatment"], r["mode"])
+
+    best = min(against_raw, key=closeness) if against_raw else None
+    if best is not None:
+        v = variant(best["treatment"], best["mode"])
+        cost = (
+            f"entity match {_fmt(coverage.get(('entity_match_rate', v)), 'share')} vs "
+            f"{_fmt(coverage.get(('entity_match_rate', PLAIN_RAG)), 'share')}, miss rate "
+            f"{_fmt(coverage.get((metric + '_miss', v)), 'share')} vs "
+            f"{_fmt(coverage.get((metric + '_miss', PLAIN_RAG)), 'share')}, mean rank in its KB's plain hybrid list "
+            f"{_fmt(coverage.get(('relevance_hybrid_rank', v)))} vs "
+            f"{_fmt(coverage.get(('relevance_hybrid_rank', PLAIN_RAG)))}"
+        )
+        n = f"{best['n_entities']} entities, {best['n_questions']} questions"
+        if best["mean_difference"] < 0:
+            strength = (
+                "significant after Holm's correction"
+                if _significant(best)
+                else "not significant after Holm's correction"
+            )
+            lines.append(
+                f"{data['domain']}: closest to the corpus's opinions ({what}, k = 20) was {VARIANT_LABELS[v]}: "
+                f"{best['treatment_mean']:.2f} against {best['baseline_mean']:.2f} for plain RAG "
+                f"({best['relative_change_label']}), {_effect(best)} over {n}; Wilcoxon over entities "
+                f"p = {_fmt(best['p_value'], 'p')}, Holm p = {_fmt(best['p_holm'], 'p')} ({strength})."
+            )
+        else:
+            lines.append(
+                f"{data['domain']}: no method came closer than plain RAG ({what}, k = 20, "
+                f"{best['baseline_mean']:.2f}); the best, {VARIANT_LABELS[v]}, had {best['treatment_mean']:.2f}, "
+                f"{_effect(best)} over {n}, Holm p = {_fmt(best['p_holm'], 'p')}."
+            )
+        lines.append(f"Relevance cost of {VARIANT_LABELS[v]} against plain RAG: {cost}.")
+    duel = next((r for r in family if (r["baseline"], r["baseline_mode"]) == ("enriched", "pm2")), None)
+    if duel is not None:
+        closer = "closer than" if duel["mean_difference"] < 0 else "not closer than"
+        lines.append(
+            f"Balanced retrieval was {closer} PM-2 ({duel['treatment_mean']:.2f} vs {duel['baseline_mean']:.2f}, "
+            f"{_effect(duel)}, {duel['n_entities']} entities, Holm p = {_fmt(duel['p_holm'], 'p')})."
+        )
+    return lines
 
 
 def summary_rows(data: dict[str, Any]) -> list[list[str]]:
-    """The headline table: each KB at k=20 (hybrid), balanced retrieval, and both changes over raw with p."""
-    coverage = {r["metric"]: r for r in data["coverage_k20_hybrid"]}
+    """Each headline metric at k = 20 for every variant (question means; the tests are entity-level)."""
+    coverage = _coverage(data)
     rows = []
     for metric, label, kind, better in HEADLINE_METRICS:
-        r = coverage.get(metric)
-        if r is None:
+        if not any((metric, v) in coverage for v in VARIANTS):
             continue
-        plain = _significance(data, metric, ("enriched", "hybrid"), ("raw", "hybrid"))
-        balanced = _significance(data, metric, ("enriched", "balanced"), ("raw", "hybrid"))
-        rows.append(
-            [
-                f"{label} ({better} is better)",
-                _fmt(r["raw"], kind),
-                _fmt(r["entity_split"], kind),
-                _fmt(r["enriched"], kind),
-                _fmt(r["enriched_balanced"], kind),
-                plain["relative_change_label"] if plain else "—",
-                _fmt(plain["p_value"], "p") if plain else "—",
-                balanced["relative_change_label"] if balanced else "—",
-                _fmt(balanced["p_value"], "p") if balanced else "—",
-            ]
-        )
+        rows.append([f"{label} ({better} is better)", *[_fmt(coverage.get((metric, v)), kind) for v in VARIANTS]])
     return rows
 
 
-SUMMARY_HEADERS = [
-    "metric (k=20)",
-    "raw",
-    "entity-split",
-    "enriched",
-    "enriched, balanced",
-    "enriched vs raw",
-    "p",
-    "balanced vs raw",
-    "p",
-]
+SUMMARY_HEADERS = ["metric (k=20)", *VARIANT_LABELS.values()]
 
 
 def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -174,164 +281,313 @@ def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    plt.rcParams.update({"font.size": 10})
     plots = []
-    curve = data["depth_curve"]
-    metrics = [
+
+    def save(fig, name: str) -> None:
+        path = out_dir / name
+        fig.savefig(path, dpi=90, bbox_inches="tight")  # ~820 px wide: fits the Dagster UI's metadata dialog
+        plt.close(fig)
+        plots.append(path)
+
+    family = family_rows(data)
+    if family:
+        fig, ax = plt.subplots(figsize=(8, 0.5 * len(family) + 1.4))
+        for y, r in enumerate(reversed(family)):
+            colour = VARIANT_COLORS.get(variant(r["treatment"], r["mode"]), "#333")
+            ax.errorbar(
+                r["mean_difference"],
+                y,
+                xerr=[[r["mean_difference"] - r["ci_low"]], [r["ci_high"] - r["mean_difference"]]],
+                fmt="o",
+                color=colour,
+                capsize=4,
+                markersize=7,
+            )
+        ax.axvline(0, color="#333", linewidth=0.8)
+        ax.set_yticks(range(len(family)), [comparison_label(r) for r in reversed(family)])
+        ax.set_xlabel(f"Δ {METRIC_LABELS.get(data['primary_metric'], data['primary_metric'])} (lower is closer)")
+        ax.set_title(f"{data['domain']}: headline comparisons, k = 20, entity-level 95% CI")
+        ax.grid(axis="x", alpha=0.3)
+        save(fig, "headline_effects.png")
+    coverage = _coverage(data)
+    primary = data.get("primary_metric") or "w1"
+    panels = [
         m
-        for m in ("entity_match_rate", "w1", "w1_gold", "sentiment_intensity_std")
-        if any(r["metric"] == m for r in curve)
+        for m in (primary, f"{primary}_miss", "entity_match_rate", "relevance_hybrid_rank")
+        if any((m, v) in coverage for v in VARIANTS)
     ]
+    if panels:
+        fig, axes = plt.subplots(2, 2, figsize=(9, 6), squeeze=False)
+        for ax, metric in zip(axes.flat, panels, strict=False):
+            shown = [v for v in VARIANTS if coverage.get((metric, v)) is not None]
+            ax.bar(
+                [SHORT_LABELS[v] for v in shown],
+                [coverage[(metric, v)] for v in shown],
+                color=[VARIANT_COLORS[v] for v in shown],
+            )
+            ax.set_title(f"{METRIC_LABELS.get(metric, metric)} (k = 20)")
+            ax.tick_params(axis="x", labelrotation=30)
+            ax.grid(axis="y", alpha=0.3)
+        for ax in list(axes.flat)[len(panels) :]:
+            ax.axis("off")
+        fig.suptitle(f"{data['domain']}: retrieval variants at k = 20 (question means)")
+        fig.tight_layout()
+        save(fig, "kb_comparison.png")
+    curve = data["depth_curve"]
+    metrics = [m for m in (primary, f"{primary}_miss", "entity_match_rate", "relevance_hybrid_rank")
+               if any(r["metric"] == m for r in curve)]  # fmt: skip
     if metrics:
-        fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
-        for ax, metric in zip(axes[0], metrics, strict=True):
-            for kb in KBS:
-                for mode, style in (("hybrid", "-"), ("semantic", ":"), ("balanced", "--")):
-                    points = sorted(
-                        (r["k"], r["mean"]) for r in curve if (r["metric"], r["kb"], r["mode"]) == (metric, kb, mode)
-                    )
-                    if points:
-                        ax.plot(*zip(*points, strict=True), style, marker="o", label=f"{KB_LABELS[kb]}, {mode}")
-            ax.set_title(metric.replace("_", " "))
+        fig, axes = plt.subplots(2, 2, figsize=(9, 6.5), squeeze=False)
+        for ax, metric in zip(axes.flat, metrics, strict=False):
+            for v in VARIANTS:
+                points = sorted(
+                    (r["k"], r["mean"])
+                    for r in curve
+                    if r["metric"] == metric and r["mode"] != "semantic" and variant(r["kb"], r["mode"]) == v
+                )
+                if points:
+                    ax.plot(*zip(*points, strict=True), marker="o", color=VARIANT_COLORS[v], label=VARIANT_LABELS[v])
+            ax.set_title(METRIC_LABELS.get(metric, metric))
             ax.set_xlabel("k")
             ax.grid(alpha=0.3)
-        axes[0][0].legend(fontsize=7)
-        fig.suptitle(f"{data['domain']}: retrieval depth")
+        for ax in list(axes.flat)[len(metrics) :]:
+            ax.axis("off")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, -0.06))
+        fig.suptitle(f"{data['domain']}: retrieval depth (hybrid; the enriched KB's other modes)")
         fig.tight_layout()
-        path = out_dir / "depth_curves.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        plots.append(path)
-    coverage = [r for r in data["coverage_k20_hybrid"] if r["metric"] in ("entity_match_rate", "w1", "w1_gold")]
-    if coverage:
-        fig, axes = plt.subplots(1, len(coverage), figsize=(3.6 * len(coverage), 3.2), squeeze=False)
-        for ax, row in zip(axes[0], coverage, strict=True):
-            values = [row[v] or 0.0 for v in VARIANTS]
-            labels = ["raw", "split", "enriched", "balanced"]
-            ax.bar(labels, values, color=["#999", "#6a9fd4", "#2d6a4f", "#e09f3e"])
-            ax.set_title(f"{row['metric'].replace('_', ' ')} (k=20, hybrid)")
-            ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        path = out_dir / "kb_comparison.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        plots.append(path)
+        save(fig, "depth_curves.png")
     fairness = data["fairness"]
     if fairness:
         attributes = sorted({r["attribute"] for r in fairness})
-        fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(attributes) * 2), 3.4))
-        width = 0.1
-        for i, variant in enumerate(VARIANTS):
-            for j, scope in enumerate(("overall", "matched")):
-                xs = [a + (i * 2 + j - 3.5) * width for a in range(len(attributes))]
+        shown = [v for v in VARIANTS if any(r["variant"] == v for r in fairness)]
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, squeeze=False)
+        width = 0.8 / max(1, len(shown))
+        for ax, scope in zip(axes[0], ("overall", "matched"), strict=True):
+            for i, v in enumerate(shown):
+                xs = [a + (i - (len(shown) - 1) / 2) * width for a in range(len(attributes))]
                 ys = [
-                    next((r[scope] or 0.0 for r in fairness if (r["attribute"], r["variant"]) == (a, variant)), 0.0)
+                    next((r[scope] or 0.0 for r in fairness if (r["attribute"], r["variant"]) == (a, v)), 0.0)
                     for a in attributes
                 ]
-                ax.bar(xs, ys, width, label=f"{KB_LABELS[variant]}, {scope}", hatch="" if scope == "overall" else "//")
-        ax.set_xticks(range(len(attributes)), attributes)
-        ax.set_ylabel("share of groups present")
-        ax.set_ylim(0, 1.05)
-        ax.legend(fontsize=6, ncol=3)
-        ax.set_title(f"{data['domain']}: demographic coverage at k=20 (hybrid)")
+                ax.bar(xs, ys, width, color=VARIANT_COLORS[v], label=VARIANT_LABELS[v])
+            ax.set_xticks(range(len(attributes)), attributes, rotation=20)
+            ax.set_ylim(0, 1.05)
+            ax.set_title("all hits" if scope == "overall" else "entity-matched hits")
+            ax.grid(axis="y", alpha=0.3)
+        axes[0][0].set_ylabel("share of groups present")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, -0.12))
+        fig.suptitle(f"{data['domain']}: demographic coverage at k = 20")
         fig.tight_layout()
-        path = out_dir / "fairness.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        plots.append(path)
+        save(fig, "fairness.png")
     return plots
 
 
-def _sections(data: dict[str, Any], plots: Sequence[Path]) -> list[Section]:
-    plot = {p.stem: p for p in plots}
-    sections = [
+SectionBuilder = Callable[[dict[str, Any], Mapping[str, Path]], list[Section]]
+
+
+def verdict_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    return [
         Section(
-            "Coverage and fidelity at k = 20 (hybrid retrieval)",
-            f"{data['questions']} questions about {len(data['entities'])} disputed entities. Paired Wilcoxon "
-            "signed-rank test over questions (enriched vs raw); 95% bootstrap CI of the mean difference.",
-            SUMMARY_HEADERS,
-            summary_rows(data),
-            plot.get("kb_comparison"),
+            "Verdict",
+            "\n\n".join(verdict(data))
+            + f"\n\n{data['questions']} questions about {len(data['entities'])} disputed entities. Tests run over "
+            "entities (each retrieval's metric averaged over the entity's questions), with cluster-bootstrap 95% CIs; "
+            "W1 is over the retrievals that found opinions on the entity, the miss rate is reported beside it.",
         )
     ]
-    sig_rows = [
+
+
+def family_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    rows = [
         [
-            r["metric"],
-            f"{r['treatment']} ({r['mode']}) vs {r['baseline']} ({r['baseline_mode']})",
+            comparison_label(r),
+            str(r["n_entities"]),
             str(r["n_questions"]),
             _fmt(r["baseline_mean"]),
             _fmt(r["treatment_mean"]),
+            f"{r['mean_difference']:+.2f}",
+            f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]",
             r["relative_change_label"],
-            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
+            _fmt(r["p_value"], "p"),
+            _fmt(r["p_holm"], "p"),
+        ]
+        for r in family_rows(data)
+    ]
+    metric = data.get("primary_metric")
+    return [
+        Section(
+            "Headline comparisons (declared family, Holm-corrected)",
+            f"Metric: {METRIC_LABELS.get(metric, metric)} at k = 20, lower is closer. Effect sizes first: the mean "
+            "over entities of the per-entity difference, with its 95% cluster-bootstrap CI; then the Wilcoxon "
+            f"signed-rank p over entities and Holm's adjustment over the {len(rows)} comparisons of this family. "
+            "Every other test in this report is exploratory.",
+            [
+                "comparison",
+                "entities",
+                "questions",
+                "baseline",
+                "treatment",
+                "Δ",
+                "95% CI Δ",
+                "change",
+                "p",
+                "p Holm",
+            ],
+            rows,
+            plots.get("headline_effects"),
+        )
+    ]
+
+
+def _entity_table(data: dict[str, Any], metric: str) -> list[list[str]]:
+    cells: dict[str, dict[tuple[str, str], float]] = {}
+    for r in data["w1_by_entity"]:
+        cells.setdefault(r["entity_name"], {})[(r["metric"], r["variant"])] = r["mean"]
+    rows = []
+    for entity in sorted(cells):
+        row = [entity]
+        for v in VARIANTS:
+            w1, miss = cells[entity].get((metric, v)), cells[entity].get((f"{metric}_miss", v))
+            text = _fmt(w1)
+            if miss:
+                text += f" (miss {miss:.0%})"
+            row.append(text)
+        rows.append(row)
+    return rows
+
+
+def per_entity_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    sections = []
+    for metric in ("w1_gold", "w1"):
+        rows = _entity_table(data, metric)
+        if not any(any(c != "—" for c in row[1:]) for row in rows):
+            continue
+        sections.append(
+            Section(
+                f"{METRIC_LABELS[metric]} per entity (k = 20)",
+                "Mean over the entity's questions whose retrieval found opinions on it; in brackets the share of "
+                "its questions that found none; — where the entity has no "
+                + ("gold labels." if metric == "w1_gold" else "opinion found."),
+                ["entity", *[SHORT_LABELS[v] for v in VARIANTS]],
+                rows,
+            )
+        )
+    return sections
+
+
+def coverage_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    return [
+        Section(
+            "Fidelity, relevance and coverage at k = 20",
+            "Question means per retrieval variant. Relevance proxy: the mean rank of the hits in their KB's plain "
+            "hybrid list of the question (top 60; a hit outside counts as 61) and the share inside it; a diversifier "
+            "that reaches into text plain retrieval would not return shows a higher rank. Balanced retrieval takes "
+            "its σ-level proportions from the extracted distribution, so its W1 to that distribution is small by "
+            "construction; W1 to gold is the independent test.",
+            SUMMARY_HEADERS,
+            summary_rows(data),
+            plots.get("kb_comparison"),
+        )
+    ]
+
+
+def _key_metrics(data: Mapping[str, Any]) -> list[str]:
+    """The metrics the report's tables dwell on: the primary W1 and its miss rate, W1 to the extracted
+    distribution where that is not the primary, entity match and the relevance proxy."""
+    primary = data.get("primary_metric") or "w1"
+    return list(dict.fromkeys([primary, f"{primary}_miss", "w1", "w1_miss", "entity_match_rate",
+                               "relevance_hybrid_rank"]))  # fmt: skip
+
+
+def depth_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    curve = [{**r, "variant": variant(r["kb"], r["mode"])} for r in data["depth_curve"] if r["mode"] != "semantic"]
+    shown = [m for m in _key_metrics(data) if any(r["metric"] == m for r in curve)]
+    curve.sort(key=lambda r: (shown.index(r["metric"]) if r["metric"] in shown else 99, r["k"]))
+    return [
+        Section(
+            "Retrieval depth",
+            "Question means per k; the mart holds spread and emotion curves too.",
+            ["metric", "k", *[SHORT_LABELS[v] for v in VARIANTS]],
+            _pivot([r for r in curve if r["metric"] in shown], ("metric", "k"), "mean", key="variant"),
+            plots.get("depth_curves"),
+        )
+    ]
+
+
+def exploratory_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    rows = [
+        [
+            r["metric"],
+            comparison_label(r),
+            str(r["n_entities"]),
+            _fmt(r["baseline_mean"]),
+            _fmt(r["treatment_mean"]),
+            f"{r['mean_difference']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]",
             _fmt(r["p_value"], "p"),
         ]
-        for r in data["significance"]
-        if r["mode"] in ("hybrid", "balanced") and r["k"] == 20
+        for r in sorted(
+            (r for r in data["significance"] if r["family"] != "headline" and r["k"] == 20),
+            key=lambda r: _key_metrics(data).index(r["metric"]) if r["metric"] in _key_metrics(data) else 99,
+        )
+        if r["metric"] in _key_metrics(data)
     ]
-    sections.append(
+    return [
         Section(
-            "All paired comparisons (k = 20)",
-            "Balanced retrieval takes its σ-level proportions from the extracted corpus distribution, so its `w1` "
-            "against that same distribution is small by construction; `w1_gold` (gold labels on both sides) is "
-            "the independent test.",
-            ["metric", "comparison", "n", "baseline", "treatment", "change", "95% CI Δ", "p"],
-            sig_rows,
+            "Exploratory comparisons (k = 20, uncorrected)",
+            "Entity-level effects and Wilcoxon p-values without multiplicity correction: for orientation only. "
+            "Shown for the key metrics; metric_significance in the warehouse holds every metric and depth.",
+            ["metric", "comparison", "entities", "baseline", "treatment", "Δ [95% CI]", "p (uncorrected)"],
+            rows,
         )
-    )
-    sections.append(
-        Section(
-            "W1 per entity category (k = 20, hybrid)",
-            "Entity category = the taxonomy's top tier. `w1_gold` uses gold labels for both distributions.",
-            ["metric", "category", "entities", *[KB_LABELS[v] for v in VARIANTS]],
-            _pivot(data["w1_by_category"], ("metric", "entity_category", "entities"), "mean", key="variant"),
-        )
-    )
-    depth = [
-        {**r, "variant": f"{r['kb']}_balanced" if r["mode"] == "balanced" else r["kb"]}
-        for r in data["depth_curve"]
-        if r["mode"] in ("hybrid", "balanced")
     ]
-    sections.append(
-        Section(
-            "Retrieval depth (hybrid; balanced on the enriched KB)",
-            "",
-            ["metric", "k", *[KB_LABELS[v] for v in VARIANTS]],
-            _pivot(depth, ("metric", "k"), "mean", key="variant"),
-            plot.get("depth_curves"),
-        )
-    )
-    mode_rows = [
-        [r["metric"], KB_LABELS[r["kb"]], _fmt(r["semantic"]), _fmt(r["hybrid"]), _fmt(r["balanced"])]
+
+
+def mode_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    rows = [
+        [r["metric"], VARIANT_LABELS[r["kb"]], _fmt(r["semantic"]), _fmt(r["hybrid"])]
         for r in data["mode_comparison"]
-        if r["metric"] in dict.fromkeys(m for m, *_ in HEADLINE_METRICS)
+        if r["metric"] in METRIC_LABELS and r["kb"] in VARIANT_LABELS
     ]
-    sections.append(
-        Section("Semantic vs hybrid (k = 20)", "", ["metric", "KB", "semantic", "hybrid", "balanced"], mode_rows)
-    )
-    qtype = [r for r in data["question_type"] if r["metric"] in ("entity_match_rate", "w1", "w1_gold")]
-    sections.append(
+    return [Section("Semantic vs hybrid (k = 20)", "", ["metric", "KB", "semantic", "hybrid"], rows)]
+
+
+def question_type_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    primary = data.get("primary_metric") or "w1"
+    qtype = [r for r in data["question_type"] if r["metric"] in ("entity_match_rate", primary)]
+    return [
         Section(
-            "By question type (k = 20, hybrid)",
+            "By question type (k = 20)",
             "",
-            ["metric", "question type", *[KB_LABELS[v] for v in VARIANTS]],
+            ["metric", "question type", *[SHORT_LABELS[v] for v in VARIANTS]],
             _pivot(qtype, ("metric", "question_type"), "mean", key="variant"),
         )
-    )
-    fair_rows = [
-        [r["attribute"], KB_LABELS[r["variant"]], _fmt(r["overall"], "share"), _fmt(r["matched"], "share")]
-        for r in data["fairness"]
     ]
-    sections.append(
+
+
+def fairness_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    rows = [
+        [r["attribute"], VARIANT_LABELS.get(r["variant"], r["variant"]), _fmt(r["overall"], "share"),
+         _fmt(r["matched"], "share")]
+        for r in data["fairness"]
+    ]  # fmt: skip
+    return [
         Section(
-            "Fairness: demographic coverage (k = 20, hybrid)",
+            "Fairness: demographic coverage (k = 20)",
             "Share of an author attribute's groups present among the hits, over all hits and among the hits that "
             "match the queried entity.",
-            ["attribute", "KB", "overall", "entity-matched"],
-            fair_rows,
-            plot.get("fairness"),
+            ["attribute", "variant", "overall", "entity-matched"],
+            rows,
+            plots.get("fairness"),
         )
-    )
+    ]
+
+
+def extraction_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
     gold = data["extraction_vs_gold"]
-    sections.append(
+    return [
         Section(
             "Extraction against gold labels",
             "" if gold else "This domain carries no gold labels.",
@@ -349,8 +605,11 @@ def _sections(data: dict[str, Any], plots: Sequence[Path]) -> list[Section]:
                 for r in gold
             ],
         )
-    )
-    sections.append(
+    ]
+
+
+def entities_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    return [
         Section(
             "Evaluated entities",
             "",
@@ -366,8 +625,28 @@ def _sections(data: dict[str, Any], plots: Sequence[Path]) -> list[Section]:
                 for e in data["entities"]
             ],
         )
-    )
-    return sections
+    ]
+
+
+SECTIONS: list[SectionBuilder] = [
+    verdict_section,
+    family_section,
+    per_entity_section,
+    coverage_section,
+    depth_section,
+    exploratory_section,
+    mode_section,
+    question_type_section,
+    fairness_section,
+    extraction_section,
+    entities_section,
+]
+"""The report, in order. Append (or insert) a builder to add a section; the verdict and the family stay first."""
+
+
+def _sections(data: dict[str, Any], plots: Sequence[Path], builders: Sequence[SectionBuilder]) -> list[Section]:
+    by_stem = {p.stem: p for p in plots}
+    return [section for build in builders for section in build(data, by_stem)]
 
 
 def _pivot(rows: Sequence[dict[str, Any]], keys: Sequence[str], value: str, key: str) -> list[list[str]]:
@@ -389,7 +668,9 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
-def _markdown(domain: str, sections: Sequence[Section]) -> str:
+def _markdown(domain: str, sections: Sequence[Section], *, embed_images: bool = False) -> str:
+    """The report as Markdown; images as links next to the file, or embedded (`data:` URIs) for the Dagster UI,
+    where a relative link does not render."""
     lines = [f"# Opinion-fidelity report: {domain}", ""]
     for s in sections:
         lines += [f"## {s.title}", ""]
@@ -398,7 +679,7 @@ def _markdown(domain: str, sections: Sequence[Section]) -> str:
         if s.headers and s.rows:
             lines += [markdown_table(s.headers, s.rows), ""]
         if s.image:
-            lines += [f"![{s.title}]({s.image.name})", ""]
+            lines += [embedded_png(s.image) if embed_images else f"![{s.title}]({s.image.name})", ""]
     return "\n".join(lines)
 
 
@@ -414,14 +695,14 @@ def _html(domain: str, sections: Sequence[Section]) -> str:
     ]
     for s in sections:
         parts.append(f"<h2>{e(s.title)}</h2>")
-        if s.text:
-            parts.append(f"<p>{e(s.text)}</p>")
+        parts += [f"<p>{e(paragraph)}</p>" for paragraph in s.text.split("\n\n") if paragraph]
         if s.headers and s.rows:
             parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in s.headers) + "</tr>")
             parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in s.rows]
             parts.append("</table>")
         if s.image:
-            parts.append(f"<img src='{e(s.image.name)}' alt='{e(s.title)}'>")
+            encoded = base64.b64encode(s.image.read_bytes()).decode("ascii")
+            parts.append(f"<img src='data:image/png;base64,{encoded}' alt='{e(s.title)}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -432,11 +713,13 @@ def embedded_png(path: Path) -> str:
     return f"![{path.stem}](data:image/png;base64,{encoded})"
 
 
-def write_report(conn: duckdb.DuckDBPyConnection, domain: str, out_dir: Path) -> WrittenReport:
+def write_report(
+    conn: duckdb.DuckDBPyConnection, domain: str, out_dir: Path, sections: Sequence[SectionBuilder] | None = None
+) -> WrittenReport:
     data = collect(conn, domain)
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = _plots(data, out_dir)
-    sections = _sections(data, plots)
+    sections = _sections(data, plots, SECTIONS if sections is None else sections)
     metrics_json = out_dir / "metrics.json"
     metrics_json.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     markdown = out_dir / "report.md"
@@ -444,5 +727,6 @@ def write_report(conn: duckdb.DuckDBPyConnection, domain: str, out_dir: Path) ->
     html_path = out_dir / "report.html"
     html_path.write_text(_html(domain, sections), encoding="utf-8")
     rows = summary_rows(data)
-    summary = _markdown(domain, sections[:1]).split("\n", 2)[2]
-    return WrittenReport(out_dir, markdown, html_path, metrics_json, plots, summary, rows)
+    headline = [s for s in sections if s.title == "Verdict" or s.title.startswith("Headline comparisons")]
+    summary = _markdown(domain, headline, embed_images=True).split("\n", 2)[2]
+    return WrittenReport(out_dir, markdown, html_path, metrics_json, plots, summary, rows, verdict(data))

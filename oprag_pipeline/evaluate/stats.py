@@ -1,8 +1,21 @@
-"""Significance and uncertainty for paired comparisons of knowledge bases over the same questions."""
+"""Significance and uncertainty for paired comparisons of retrievals over the same questions.
+
+The unit of analysis is the entity, not the question. The evaluation asks ~10 questions about each entity, and
+questions about the same entity share its corpus distribution and most of its retrieved documents, so they are not
+independent; a test over 100 questions behaves as if it had far more evidence than 10 entities give. So
+`compare_clustered` averages each retrieval's metric over an entity's questions first, then runs the paired
+Wilcoxon signed-rank test and the percentile bootstrap over entities (a cluster bootstrap: resampling entity means
+is resampling whole clusters of questions). The effect is the mean over entities of the per-entity difference.
+
+Multiplicity: a report declares a small family of headline comparisons; `holm` adjusts their p-values (Holm's
+step-down, which controls the family-wise error rate without assuming independence). Every other test is
+exploratory and says so.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +36,7 @@ class PairedComparison:
     ci_high: float
     wilcoxon_statistic: float | None
     p_value: float | None
+    n_entities: int | None = None  # the unit the test ran over, when clustered (`compare_clustered`)
 
     @property
     def relative_change_label(self) -> str:
@@ -86,3 +100,44 @@ def compare_paired(
         wilcoxon_statistic=statistic,
         p_value=p_value,
     )
+
+
+def compare_clustered(
+    metric: str,
+    treatment_name: str,
+    treatment: Mapping[str, float],
+    baseline_name: str,
+    baseline: Mapping[str, float],
+    clusters: Mapping[str, str],
+) -> PairedComparison:
+    """Paired comparison at the entity level: per-question values (question id → value) are averaged per cluster
+    (question id → entity id) over the questions both retrievals have a value for, then compared over entities.
+
+    A question missing from either side (e.g. W1 where one retrieval found no opinion) is left out of its
+    entity's mean on both sides, so each entity compares like with like; `n_questions` counts what was kept.
+    """
+    shared = sorted(q for q in set(treatment) & set(baseline) if q in clusters)
+    by_entity: dict[str, list[str]] = defaultdict(list)
+    for q in shared:
+        by_entity[clusters[q]].append(q)
+    entities = sorted(by_entity)
+    t = [float(np.mean([treatment[q] for q in by_entity[e]])) for e in entities]
+    b = [float(np.mean([baseline[q] for q in by_entity[e]])) for e in entities]
+    result = compare_paired(metric, treatment_name, t, baseline_name, b)
+    return PairedComparison(**{**result.__dict__, "n_questions": len(shared), "n_entities": len(entities)})
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm–Bonferroni adjusted p-values, in the input order (None stays None and does not count in the family).
+
+    Sorted ascending, the j-th smallest (from 0) is multiplied by (m − j), made monotone by a running maximum,
+    and capped at 1.
+    """
+    present = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(present)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for j, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (m - j) * p))
+        adjusted[i] = running
+    return adjusted

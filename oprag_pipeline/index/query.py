@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from oprag_pipeline.index.retrieval import BALANCED, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.index.retrieval import OPINION_MODES, OpinionProfile, RetrievedHit, Retriever, attach_opinions
 
 SENTIMENTS = ("positive", "neutral", "negative")
 BAR_WIDTH = 30
@@ -36,7 +36,7 @@ def run_query(
     entity: str | None = None,
 ) -> str:
     with duckdb.connect(str(warehouse), read_only=True) as conn:
-        profiles = {domain: OpinionProfile.load(conn, domain)} if mode == BALANCED else None
+        profiles = {domain: OpinionProfile.load(conn, domain)} if mode in OPINION_MODES else None
         hits = Retriever(store, embedder, profiles=profiles).search(domain, query, k=k, mode=mode, kb=kb)
         attach_opinions(conn, domain, kb, hits)
         focus = entity or _main_entity(hits)

@@ -13,17 +13,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import numpy as np
 
 from oprag_pipeline.enrich.schema import SIGMA_SCALE
 from oprag_pipeline.index.balancing import proportional_quotas, split_slots
+from oprag_pipeline.index.diversify import DEFAULT_LAMBDA, Candidate, mmr, pm2, sigma_aspect_weights, xquad
 from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import FilterValue, SearchHit, VectorStore
 from oprag_pipeline.registry.matching import AliasMatcher
 
 MODES = ("semantic", "hybrid")
 BALANCED = "balanced"  # opinion-balanced hybrid retrieval, enriched KB only (see index/balancing.py)
-ALL_MODES = (*MODES, BALANCED)
+MMR, XQUAD, PM2 = "mmr", "xquad", "pm2"  # the literature's diversification baselines (see index/diversify.py)
+DIVERSIFIED = (MMR, XQUAD, PM2)
+OPINION_MODES = (BALANCED, XQUAD, PM2)
+"""Modes that read the σ-score payload, which only the enriched KB carries."""
+ALL_MODES = (*MODES, BALANCED, *DIVERSIFIED)
 MAX_ENTITIES_PER_QUESTION = 3
+
+
+def candidate_pool_size(k: int) -> int:
+    """Hybrid candidates a diversifier re-ranks for k slots: the depth the engine's hybrid query itself fuses from
+    (each prefetch's limit, `vector_store._prefetch_limit`), so a re-ranker sees what a hybrid query considered."""
+    return max(3 * k, 50)
+
+
+def deterministic_order(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """Best score first, ties by point id: RRF sums tie often (a first rank in one list and none in the other
+    score alike), and the engine returns tied points in no fixed order."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
 @dataclass(frozen=True)
@@ -67,11 +85,53 @@ class RetrievedHit:
 class Retriever:
     """Holds one embedder and one store; embeddings of a query are reused across KBs and k."""
 
-    def __init__(self, store: VectorStore, embedder: Any, profiles: Mapping[str, OpinionProfile] | None = None) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Any,
+        profiles: Mapping[str, OpinionProfile] | None = None,
+        *,
+        mmr_lambda: float = DEFAULT_LAMBDA,
+        aspect_lambda: float = DEFAULT_LAMBDA,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.profiles = dict(profiles or {})
+        self.mmr_lambda = mmr_lambda
+        self.aspect_lambda = aspect_lambda  # λ of xQuAD and PM-2
         self._cache: dict[str, tuple[Any, Any]] = {}
+        self._point_vectors: dict[tuple[str, str], np.ndarray] = {}
+
+    def _ranked(
+        self,
+        name: str,
+        *,
+        dense: Any,
+        sparse: Any,
+        k: int,
+        mode: str,
+        filters: Mapping[str, FilterValue] | None,
+    ) -> list[SearchHit]:
+        """The top k in `deterministic_order`. The engine cuts at its limit with ties in any order, so ask for
+        more than k and widen until the k-th score is strictly above the last one returned: then every point tied
+        with the k-th is in hand and the cut by point id is reproducible. The hybrid prefetch depth stays the one
+        a k query uses, so widening changes which fused points are seen, not how they are scored."""
+        fetch = 2 * k
+        while True:
+            hits = deterministic_order(
+                self.store.search(
+                    name,
+                    dense=dense,
+                    sparse=sparse if mode == "hybrid" else None,
+                    k=fetch,
+                    mode=mode,
+                    filters=filters,
+                    prefetch_limit=candidate_pool_size(k) if mode == "hybrid" else None,
+                )
+            )
+            if len(hits) < fetch or hits[k - 1].score > hits[-1].score:
+                return hits[:k]
+            fetch *= 2
 
     def _vectors(self, query: str) -> tuple[Any, Any]:
         if query not in self._cache:
@@ -91,32 +151,78 @@ class Retriever:
     ) -> list[RetrievedHit]:
         if mode not in ALL_MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(ALL_MODES)}")
+        if mode in OPINION_MODES and kb != "enriched":
+            raise ValueError(f"{mode} retrieval needs the opinion payload of the enriched KB (kb='enriched')")
         if mode == BALANCED:
             return self._balanced(domain, query, k, kb, filters)
+        if mode in DIVERSIFIED:
+            return self._diversified(domain, query, k, kb, mode, filters)
         dense, sparse = self._vectors(query)
-        hits = self.store.search(
-            collection_name(domain, kb),
-            dense=dense,
-            sparse=sparse if mode == "hybrid" else None,
-            k=k,
-            mode=mode,
-            filters=filters,
-        )
+        hits = self._ranked(collection_name(domain, kb), dense=dense, sparse=sparse, k=k, mode=mode, filters=filters)
         return [RetrievedHit(h.id, h.score, dict(h.payload)) for h in hits]
+
+    def _named_entities(self, domain: str, query: str) -> list[str]:
+        """Registry entities the question names that have corpus opinions (at most `MAX_ENTITIES_PER_QUESTION`)."""
+        if domain not in self.profiles:
+            raise ValueError(
+                f"opinion-aware retrieval needs the opinion profile of domain {domain!r} (Retriever profiles)"
+            )
+        profile = self.profiles[domain]
+        return [e for e in profile.finder.entities_in(query) if profile.sigma_counts.get(e)][:MAX_ENTITIES_PER_QUESTION]
+
+    def _vectors_of(self, name: str, hits: Sequence[SearchHit]) -> list[np.ndarray]:
+        """Unit dense vectors of retrieved points, from the text they were indexed with (the embedder is
+        deterministic, so this is the stored vector), each embedded once per retriever."""
+        missing = [h for h in hits if (name, h.id) not in self._point_vectors]
+        if missing:
+            vectors = self.embedder.embed_dense([str(h.payload.get("text", "")) for h in missing])
+            for h, v in zip(missing, vectors, strict=True):
+                v = np.asarray(v, dtype=np.float64)
+                norm = np.linalg.norm(v)
+                self._point_vectors[(name, h.id)] = v / norm if norm else v
+        return [self._point_vectors[(name, h.id)] for h in hits]
+
+    def _diversified(
+        self, domain: str, query: str, k: int, kb: str, mode: str, filters: Mapping[str, FilterValue] | None
+    ) -> list[RetrievedHit]:
+        """Re-rank the hybrid candidates (`candidate_pool_size(k)` of them) by MMR, xQuAD or PM-2. xQuAD and PM-2
+        aim at the corpus σ distribution of the entities the question names; with none named they return the plain
+        hybrid list, as balanced retrieval does. Hits keep their hybrid score; their order is the re-ranker's."""
+        dense, sparse = self._vectors(query)
+        name = collection_name(domain, kb)
+        pool = self._ranked(name, dense=dense, sparse=sparse, k=candidate_pool_size(k), mode="hybrid", filters=filters)
+        by_id = {h.id: h for h in pool}
+        if mode == MMR:
+            q = np.asarray(dense, dtype=np.float64)
+            q = q / (np.linalg.norm(q) or 1.0)
+            candidates = [
+                Candidate(h.id, float(np.dot(q, v)), vector=v)
+                for h, v in zip(pool, self._vectors_of(name, pool), strict=True)
+            ]
+            chosen = mmr(candidates, k, lambda_=self.mmr_lambda)
+        else:
+            entities = self._named_entities(domain, query)
+            if not entities:
+                return [RetrievedHit(h.id, h.score, dict(h.payload)) for h in pool[:k]]
+            weights = sigma_aspect_weights(self.profiles[domain].sigma_counts, entities)
+
+            def aspect(h: SearchHit) -> tuple[str, int] | None:
+                sigma = h.payload.get("sentiment_intensity")
+                key = (h.payload.get("entity_id"), int(sigma)) if sigma is not None else None
+                return key if key in weights else None
+
+            candidates = [Candidate(h.id, h.score, aspect(h)) for h in pool]
+            select = xquad if mode == XQUAD else pm2
+            chosen = select(candidates, k, weights, lambda_=self.aspect_lambda)
+        return [RetrievedHit(c.point_id, by_id[c.point_id].score, dict(by_id[c.point_id].payload)) for c in chosen]
 
     def _balanced(
         self, domain: str, query: str, k: int, kb: str, filters: Mapping[str, FilterValue] | None
     ) -> list[RetrievedHit]:
         """k slots split over the entities the question names, then over each entity's σ-levels in proportion to
         the corpus; each slot filled by hybrid relevance within its level. No named entity: plain hybrid."""
-        if kb != "enriched":
-            raise ValueError("balanced retrieval needs the opinion payload of the enriched KB (kb='enriched')")
-        if domain not in self.profiles:
-            raise ValueError(f"balanced retrieval needs the opinion profile of domain {domain!r} (Retriever profiles)")
-        profile = self.profiles[domain]
-        entities = [e for e in profile.finder.entities_in(query) if profile.sigma_counts.get(e)][
-            :MAX_ENTITIES_PER_QUESTION
-        ]
+        profile_counts = self.profiles[domain].sigma_counts if domain in self.profiles else {}
+        entities = self._named_entities(domain, query)
         if not entities:
             return self.search(domain, query, k=k, mode="hybrid", kb=kb, filters=filters)
         dense, sparse = self._vectors(query)
@@ -126,7 +232,7 @@ class Retriever:
         def fill(limit: int, where: dict[str, FilterValue]) -> int:
             if limit <= 0:
                 return 0
-            hits = self.store.search(
+            hits = self._ranked(
                 name,
                 dense=dense,
                 sparse=sparse,
@@ -145,11 +251,11 @@ class Retriever:
 
         for entity_id, slots in zip(entities, split_slots(k, len(entities)), strict=True):
             got = 0
-            for sigma, quota in sorted(proportional_quotas(profile.sigma_counts[entity_id], slots).items()):
+            for sigma, quota in sorted(proportional_quotas(profile_counts[entity_id], slots).items()):
                 got += fill(quota, {"entity_id": entity_id, **_sigma_filter(sigma)})
             got += fill(slots - got, {"entity_id": entity_id})  # a level with fewer points than its quota
         fill(k - len(chosen), {})  # an entity with fewer points than its slots: relevance fills the rest
-        ranked = sorted(chosen.values(), key=lambda h: -h.score)[:k]
+        ranked = deterministic_order(list(chosen.values()))[:k]
         return [RetrievedHit(h.id, h.score, dict(h.payload)) for h in ranked]
 
 

@@ -5,7 +5,7 @@ WITH coverage AS (
         CASE WHEN metric LIKE 'coverage_matched_%' THEN 'matched' ELSE 'overall' END AS scope,
         regexp_replace(metric, '^coverage_(matched_)?', '') AS attribute
     FROM {{ ref('stg_question_metrics') }}
-    WHERE domain = {{ domain }} AND mode IN ('hybrid', 'balanced') AND k = 20 AND metric LIKE 'coverage_%'
+    WHERE domain = {{ domain }} AND mode <> 'semantic' AND k = 20 AND metric LIKE 'coverage_%'
 )
 SELECT
     domain, variant, attribute,

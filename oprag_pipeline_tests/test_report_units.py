@@ -1,0 +1,57 @@
+"""The report's verdict and section list on invented figures (no pipeline run)."""
+
+from __future__ import annotations
+
+from oprag_pipeline.evaluate.report import SECTIONS, Section, _sections, per_entity_section, verdict
+
+
+def _row(treatment, mode, baseline, baseline_mode, t, b, low, high, p, p_holm, n=8):
+    return {
+        "metric": "w1_gold", "k": 20, "family": "headline", "treatment": treatment, "mode": mode,
+        "baseline": baseline, "baseline_mode": baseline_mode, "n_entities": n, "n_questions": 10 * n,
+        "treatment_mean": t, "baseline_mean": b, "mean_difference": t - b, "ci_low": low, "ci_high": high,
+        "relative_change_label": f"{(t - b) / b * 100:+.1f}%", "p_value": p, "p_holm": p_holm,
+    }  # fmt: skip
+
+
+def _data(family):
+    coverage = [
+        {"metric": m, "variant": v, "n_questions": 80, "mean": x}
+        for m, v, x in [
+            ("entity_match_rate", "raw", 0.6), ("entity_match_rate", "enriched_pm2", 0.8),
+            ("w1_gold_miss", "raw", 0.1), ("w1_gold_miss", "enriched_pm2", 0.0),
+            ("relevance_hybrid_rank", "raw", 10.5), ("relevance_hybrid_rank", "enriched_pm2", 25.0),
+        ]
+    ]  # fmt: skip
+    return {"domain": "shop", "primary_metric": "w1_gold", "significance": family, "coverage_k20": coverage,
+            "questions": 80, "entities": [{}] * 8, "w1_by_entity": []}  # fmt: skip
+
+
+def test_verdict_names_the_closest_retrieval_with_its_ci_entities_and_relevance_cost() -> None:
+    family = [
+        _row("enriched", "hybrid", "raw", "hybrid", 9.0, 8.0, 0.2, 1.8, 0.04, 0.08),
+        _row("enriched", "pm2", "raw", "hybrid", 6.0, 8.0, -3.1, -0.9, 0.008, 0.04),
+        _row("enriched", "balanced", "enriched", "pm2", 6.5, 6.0, -0.4, 1.5, 0.5, 0.5),
+    ]
+    lines = verdict(_data(family))
+    assert lines[0].startswith("shop: closest to the corpus's opinions (W1 to the gold distribution, k = 20) was")
+    assert "enriched, PM-2: 6.00 against 8.00 for plain RAG (-25.0%)" in lines[0]
+    assert "Δ -2.00 (95% CI [-3.10, -0.90]) over 8 entities, 80 questions" in lines[0]
+    assert "Holm p = 0.04 (significant after Holm's correction)" in lines[0]
+    assert "entity match 80.0% vs 60.0%" in lines[1] and "25.00 vs 10.50" in lines[1]
+    assert lines[2].startswith("Balanced retrieval was not closer than PM-2")
+
+
+def test_verdict_says_when_nothing_beats_plain_rag() -> None:
+    family = [_row("enriched", "pm2", "raw", "hybrid", 9.0, 8.0, 0.2, 1.8, 0.04, 0.04)]
+    assert verdict(_data(family))[0].startswith("shop: no method came closer than plain RAG")
+    assert "no headline comparison" in verdict(_data([]))[0]
+
+
+def test_sections_are_a_list_to_extend() -> None:
+    def extra(data, plots):
+        return [Section("Drift", "later")]
+
+    titles = [s.title for s in _sections(_data([]), [], [SECTIONS[0], extra])]
+    assert titles == ["Verdict", "Drift"]
+    assert per_entity_section(_data([]), {}) == []  # no per-entity figures: no empty table

@@ -275,3 +275,15 @@ def test_bounded_pop_by_hand_and_kept_beside_the_unweighted() -> None:
     assert est.bounded_counts() == {-30: 2, 30: 4}  # rescaled to the 6 real opinions
     assert result.top_author_share == 1.0  # the top 5 authors are all 3 of them
     assert flooding.analyse_sources("e", "e", opinions, [], top=1).top_author_share == pytest.approx(4 / 6)
+
+
+def test_query_timeline_and_profile_options() -> None:
+    from oprag_pipeline.analysis.query import profile_builder
+
+    lasting = drift.analyse_entity("e", "wifi", [(w.start, s) for w in _windows(30, 30, -30, -30) for s in w.scores])
+    text = "\n".join(drift.render_timeline(lasting))
+    assert "Timeline of wifi (e)" in text and "lasting shift from 2023-07-01" in text
+    assert text.count("← shift") == 1
+    assert profile_builder("d", since=None, half_life_days=None) is None  # all time: balanced mode's own default
+    with pytest.raises(ValueError, match="not both"):
+        profile_builder("d", since=date(2024, 1, 1), half_life_days=30.0)

@@ -340,7 +340,7 @@ def classify_shifts(
 
 @dataclass(frozen=True)
 class CurrentDrift:
-    """The latest window with enough opinions against all time (the distribution balanced retrieval matches)."""
+    """The latest period against all time (the distribution balanced retrieval matches)."""
 
     window_start: date
     n_window: int
@@ -357,19 +357,19 @@ def current_drift(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
 ) -> CurrentDrift | None:
-    """None when no window has `min_count` opinions or nothing lies outside the latest one."""
-    for index in range(len(windows) - 1, -1, -1):
-        window = windows[index]
-        if window.n < min_count:
-            continue
-        rest = _pooled(windows[:index]) + _pooled(windows[index + 1 :])
-        if not rest:
-            return None
-        everything = _pooled(windows)
-        w_all = w1_counts(level_counts(window.scores), level_counts(everything))
-        _, p = permutation_w1(list(window.scores), rest, resamples=resamples, seed=seed)
-        return CurrentDrift(window.start, window.n, w_all, p, p < alpha)
-    return None
+    """The current period is the last window, extended back over earlier windows until it holds `min_count`
+    opinions (a quiet latest quarter is not left untested). None when that takes every window."""
+    start = len(windows)
+    current: list[int] = []
+    while start > 0 and len(current) < min_count:
+        start -= 1
+        current = list(windows[start].scores) + current
+    rest = _pooled(windows[:start])
+    if len(current) < min_count or not rest:
+        return None
+    w_all = w1_counts(level_counts(current), level_counts(_pooled(windows)))
+    _, p = permutation_w1(current, rest, resamples=resamples, seed=seed)
+    return CurrentDrift(windows[start].start, len(current), w_all, p, p < alpha)
 
 
 @dataclass(frozen=True)
@@ -467,8 +467,8 @@ def render_timeline(timeline: EntityTimeline, *, bar_width: int = 20) -> list[st
     if timeline.drift is not None:
         d = timeline.drift
         lines.append(
-            f"  latest window {d.window_start.isoformat()} vs all time: W1 {d.w1_vs_all_time:.1f}, p={d.p_value:.3g}"
-            + ("  (drifted: consider --since)" if d.drifted else "")
+            f"  since {d.window_start.isoformat()} (n={d.n_window}) vs all time: W1 {d.w1_vs_all_time:.1f}, "
+            f"p={d.p_value:.3g}" + ("  (drifted: consider --since)" if d.drifted else "")
         )
     return lines
 
@@ -484,10 +484,11 @@ def drift_section(timelines: Sequence[EntityTimeline], *, months: int, alpha: fl
         "test (Bonferroni over the entity's boundaries) and a change-point scan (best before/after split, "
         f"permutation-calibrated), each at α/2, so the false-alarm rate is at most α = {alpha} per entity; "
         f"lasting shift vs spike that returns within {DEFAULT_MAX_SPIKE_WINDOWS} windows. Windows with fewer than "
-        f"{DEFAULT_MIN_COUNT} opinions are shown but not tested. The latest window is compared with all time "
+        f"{DEFAULT_MIN_COUNT} opinions are shown but not tested. The latest period (the last window, extended back to "
+        f"{DEFAULT_MIN_COUNT} opinions) is compared with all time "
         "(what balanced retrieval matches).",
         "",
-        "| entity | windows | boundaries tested | shifts | latest window | W1 latest vs all time | p |",
+        "| entity | windows | boundaries tested | shifts | latest period from | W1 latest vs all time | p |",
         "|---|---|---|---|---|---|---|",
     ]
     for t in sorted(timelines, key=lambda t: (not t.flagged, t.entity_id)):

@@ -84,8 +84,7 @@ def describe(p: np.ndarray) -> str:
 
 def entity_id(conn, domain: str, name: str) -> str:
     row = conn.execute(
-        """SELECT entity_id FROM entity_opinion_stats WHERE domain = ? AND lower(entity_name) = lower(?)""",
-        [domain, name],
+        "SELECT entity_id FROM opinions WHERE domain = ? AND lower(entity_name) = lower(?) LIMIT 1", [domain, name]
     ).fetchone()
     if row is None:
         raise SystemExit(f"{domain}: no registry entity named {name!r}")
@@ -113,33 +112,13 @@ def retrieved_mix(store, embedder, profile, domain: str, entity: str, question: 
     return shares(counts)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--docs", type=int, default=600, help="Demo hotel documents (the clean domain).")
-    parser.add_argument("--flood", type=int, default=200, help="Injected posts.")
-    parser.add_argument("--accounts", type=int, default=5, help="Accounts posting them.")
-    parser.add_argument("--entity", default="pool", help="Registry name of the flooded entity.")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("-k", type=int, default=20)
-    parser.add_argument("--keep", help="Keep the data directory here instead of a temporary one.")
-    args = parser.parse_args()
-
-    import os
-
-    data = Path(args.keep or tempfile.mkdtemp(prefix="oprag-flood-"))
-    os.environ["OPRAG_DATA_DIR"] = str(data)
-    os.environ["DAGSTER_HOME"] = str(data / "dagster_home")
+def build(data: Path, args: argparse.Namespace) -> None:
+    """Generate the clean domain, copy it with the flood added, and run the pipeline for both."""
     from dagster import DagsterInstance
 
-    from oprag_pipeline.analysis.flooding import SourcedOpinion, analyse_sources, near_duplicate_clusters
-    from oprag_pipeline.analysis.retrieval import bounded_profile
     from oprag_pipeline.demo.generator import END_DATE, generate_demo
-    from oprag_pipeline.index.retrieval import OpinionProfile
-    from oprag_pipeline.index.vector_store import open_vector_store
-    from oprag_pipeline.resources import EmbedderResource
     from oprag_pipeline.runner import materialize_domains
 
-    started = time.perf_counter()
     generate_demo(data, docs=args.docs, seed=args.seed, domains=("hotels",))
     flooded = data / "raw" / "hotels_flooded"
     shutil.copytree(data / "raw" / "hotels", flooded)
@@ -155,6 +134,35 @@ def main() -> None:
         print(f"{outcome.domain}: {'ok' if outcome.success else 'FAILED'} ({outcome.seconds:.0f} s)", flush=True)
         if not outcome.success:
             raise SystemExit(1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=600, help="Demo hotel documents (the clean domain).")
+    parser.add_argument("--flood", type=int, default=200, help="Injected posts.")
+    parser.add_argument("--accounts", type=int, default=5, help="Accounts posting them.")
+    parser.add_argument("--entity", default="pool", help="Registry name of the flooded entity.")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("-k", type=int, default=20)
+    parser.add_argument("--keep", help="Keep the data directory here instead of a temporary one.")
+    parser.add_argument("--measure-only", action="store_true", help="Reuse the pipeline already run in --keep.")
+    args = parser.parse_args()
+
+    import os
+
+    data = Path(args.keep or tempfile.mkdtemp(prefix="oprag-flood-"))
+    os.environ["OPRAG_DATA_DIR"] = str(data)
+    os.environ["DAGSTER_HOME"] = str(data / "dagster_home")
+
+    from oprag_pipeline.analysis.flooding import SourcedOpinion, analyse_sources, near_duplicate_clusters
+    from oprag_pipeline.analysis.retrieval import bounded_profile
+    from oprag_pipeline.index.retrieval import OpinionProfile
+    from oprag_pipeline.index.vector_store import open_vector_store
+    from oprag_pipeline.resources import EmbedderResource
+
+    started = time.perf_counter()
+    if not args.measure_only:
+        build(data, args)
     pipeline_s = time.perf_counter() - started
 
     conn = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
@@ -168,6 +176,13 @@ def main() -> None:
     ).fetchone()[0]
     print(f"\n{args.flood} posts from {args.accounts} accounts about {args.entity!r}; {n_flood_opinions} became "
           f"opinions on it ({pipeline_s:.0f} s for generation and both pipelines)")  # fmt: skip
+    row = conn.execute(
+        """SELECT n_opinions, n_authors, top_author_share, duplicate_clusters, duplicated_opinions, votes
+           FROM source_concentration WHERE domain = 'hotels_flooded' AND entity_id = ?""",
+        [flood_id],
+    ).fetchone()
+    print(f"flooded entity: {row[0]} opinions, {row[1]} authors, top-5 authors' share {row[2]:.1%}, "
+          f"{row[4]} opinions in {row[3]} near-duplicate clusters, {row[5]:.1f} votes after bounding")  # fmt: skip
     print(f"P_pop clean              {describe(clean)}")
     print(f"P_pop flooded unweighted {describe(plain)}   W1 to clean {w1(plain, clean):5.2f}")
     print(f"P_pop flooded bounded    {describe(bounded)}   W1 to clean {w1(bounded, clean):5.2f}")

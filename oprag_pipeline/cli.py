@@ -172,8 +172,30 @@ def run_command(domains: tuple[str, ...], selection: str) -> None:
     help="Knowledge base: enriched (O-RAG), entity_split (ablation) or raw (plain RAG chunks).",
 )
 @click.option("--entity", help="Entity id whose distribution to compare (default: the one most hits are about).")
-def query_command(text: str, domain: str, k: int, mode: str, kb: str, entity: str | None) -> None:
+@click.option(
+    "--since",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    help="balanced: match the opinions dated on or after this day (YYYY-MM-DD) instead of all time.",
+)
+@click.option(
+    "--half-life",
+    type=click.FloatRange(min=0, min_open=True),
+    help="balanced: weight opinions by age, halving every this many days (counted from the latest date).",
+)
+@click.option("--window-months", default=3, show_default=True, type=click.IntRange(min=1), help="Timeline window size.")
+def query_command(
+    text: str,
+    domain: str,
+    k: int,
+    mode: str,
+    kb: str,
+    entity: str | None,
+    since,
+    half_life: float | None,
+    window_months: int,
+) -> None:
     """Search a domain's knowledge base and compare the retrieved opinions with the corpus."""
+    from oprag_pipeline.analysis.query import profile_builder, timeline_footer
     from oprag_pipeline.index.query import run_query
     from oprag_pipeline.index.vector_store import CollectionNotFoundError, open_vector_store
     from oprag_pipeline.resources import EmbedderResource
@@ -193,6 +215,8 @@ def query_command(text: str, domain: str, k: int, mode: str, kb: str, entity: st
             mode=mode,
             kb=kb,
             entity=entity,
+            profile=profile_builder(domain, since=since.date() if since else None, half_life_days=half_life),
+            footer=timeline_footer(domain, window_months),
         )
     except CollectionNotFoundError as error:
         raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from error

@@ -3,6 +3,7 @@
 from dagster import Definitions, in_process_executor
 
 from oprag_pipeline import settings
+from oprag_pipeline.analysis.assets import ANALYSIS_ASSETS
 from oprag_pipeline.enrich.assets import author_attributes, enriched_entity_docs, entity_opinion_stats, opinions
 from oprag_pipeline.evaluate.assets import (
     evaluation_entities,
@@ -40,6 +41,8 @@ ALL_ASSETS = [
     # The metric tables: SQL models in dbt_like_sql/, run by Dagster's templated-SQL component on the warehouse.
     *build_sql_assets(settings.sql_models_dir(), warehouse_resource()),
     metric_significance,
+    # Beyond the study: fairness trade-off, opinion timelines, source concentration (analysis/).
+    *ANALYSIS_ASSETS,
     evaluation_report,
 ]
 

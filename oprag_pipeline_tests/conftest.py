@@ -61,7 +61,7 @@ def _no_network_llm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def materialize_domain(assets, data_dir: Path, instance: DagsterInstance, domain: str, selection=None) -> dict:
     """Materialize `assets` for one domain through Dagster with the real resources; metadata per asset key."""
-    from dagster import materialize
+    from dagster import AssetCheckSeverity, materialize
 
     from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
     from oprag_pipeline.resources import build_resources
@@ -72,7 +72,11 @@ def materialize_domain(assets, data_dir: Path, instance: DagsterInstance, domain
         assets, partition_key=domain, instance=instance, resources=build_resources(data_dir), selection=selection
     )
     assert result.success
-    checks = {c.asset_key.to_user_string(): c.passed for c in result.get_asset_check_evaluations()}
+    # a failed check of severity WARN is a warning the asset raises on purpose (e.g. opinion drift), not a failure
+    checks = {
+        c.asset_key.to_user_string(): c.passed or c.severity == AssetCheckSeverity.WARN
+        for c in result.get_asset_check_evaluations()
+    }
     assert all(checks.values()), checks
     return {
         e.asset_key.to_user_string(): {

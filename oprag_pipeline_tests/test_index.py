@@ -21,7 +21,7 @@ INDEX_KEYS = ("raw_kb", "entity_split_kb", "enriched_kb")
 
 
 # everything up to the knowledge bases; the evaluation on top of them is covered by test_evaluation_chain.py
-UP_TO_INDEX = AssetSelection.all() - AssetSelection.groups("evaluation")
+UP_TO_INDEX = AssetSelection.all() - AssetSelection.groups("evaluation", "analysis")
 
 
 def materialize_all(data_dir: Path, instance: DagsterInstance) -> dict[str, dict]:
@@ -86,6 +86,15 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert "8 hits for" in result.output
     assert "breakfast" in result.output.lower()
     assert "retrieved (n=" in result.output and "corpus (n=" in result.output
+    assert "Timeline of" in result.output  # the focus entity's opinions per window (analysis/drift.py)
+    recent = CliRunner().invoke(
+        main, ["query", "breakfast?", "--domain", "hotels", "--mode", "balanced", "--since", "2024-06-01"]
+    )
+    assert recent.exit_code == 0, recent.output
+    both = CliRunner().invoke(
+        main, ["query", "breakfast?", "--domain", "hotels", "--since", "2024-06-01", "--half-life", "30"]
+    )
+    assert both.exit_code != 0 and "not both" in both.output
     raw = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--kb", "raw", "--mode", "semantic"])
     assert raw.exit_code == 0, raw.output
     for mode in ("pm2", "mmr"):  # the diversification baselines are reachable from the command line too

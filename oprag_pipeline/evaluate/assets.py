@@ -587,6 +587,7 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
         "mart_fairness",
         "mart_extraction_vs_gold",
         "metric_significance",
+        *("fairness_tradeoff", "opinion_timelines", "source_concentration"),  # their sections (analysis/)
     ],
     description="`reports/<domain>/`: metrics.json, report.md, report.html and PNG plots (also shown here).",
 )

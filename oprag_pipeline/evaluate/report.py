@@ -723,7 +723,9 @@ def write_report(
     metrics_json = out_dir / "metrics.json"
     metrics_json.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     markdown = out_dir / "report.md"
-    markdown.write_text(_markdown(domain, sections), encoding="utf-8")
+    from oprag_pipeline.analysis.report import analysis_markdown  # the analyses' own sections, appended
+
+    markdown.write_text(_markdown(domain, sections) + analysis_markdown(conn, domain), encoding="utf-8")
     html_path = out_dir / "report.html"
     html_path.write_text(_html(domain, sections), encoding="utf-8")
     rows = summary_rows(data)

@@ -4,7 +4,7 @@ of sentiment with the corpus's."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -34,9 +34,14 @@ def run_query(
     mode: str,
     kb: str,
     entity: str | None = None,
+    profile: Callable[[duckdb.DuckDBPyConnection], OpinionProfile] | None = None,
+    footer: Callable[[duckdb.DuckDBPyConnection, str], list[str]] | None = None,
 ) -> str:
+    """`profile` builds what balanced mode balances on (default: all-time counts); `footer` adds lines about the
+    focus entity (the analyses' timeline)."""
     with duckdb.connect(str(warehouse), read_only=True) as conn:
-        profiles = {domain: OpinionProfile.load(conn, domain)} if mode in OPINION_MODES else None
+        build = profile or (lambda c: OpinionProfile.load(c, domain))
+        profiles = {domain: build(conn)} if mode in OPINION_MODES else None
         hits = Retriever(store, embedder, profiles=profiles).search(domain, query, k=k, mode=mode, kb=kb)
         attach_opinions(conn, domain, kb, hits)
         focus = entity or _main_entity(hits)
@@ -59,6 +64,7 @@ def run_query(
             if focus
             else None
         )
+        footer_lines = footer(conn, focus) if footer and focus else []
     lines = [f'{len(hits)} hits for "{query}" in {domain}/{kb} ({mode}, k={k})', ""]
     for rank, hit in enumerate(hits, start=1):
         lines.extend(_render_hit(rank, hit, kb))
@@ -69,6 +75,9 @@ def run_query(
         lines.append(f"Entity {focus} ({name}): sentiment of retrieved opinions vs the whole corpus")
         lines.extend(histogram("retrieved", retrieved, sum(retrieved.values())))
         lines.extend(histogram("corpus", corpus, sum(corpus.values())))
+    if footer_lines:
+        lines.append("")
+        lines.extend(footer_lines)
     return "\n".join(lines)
 
 

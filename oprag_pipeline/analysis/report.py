@@ -1,0 +1,29 @@
+"""The analyses' report sections: each asset stores its Markdown section in the warehouse, and the evaluation
+report appends them, so the report reads the warehouse like everything else and needs no knowledge of them."""
+
+from __future__ import annotations
+
+import duckdb
+
+SECTIONS_DDL = """CREATE TABLE IF NOT EXISTS analysis_sections (
+    domain VARCHAR NOT NULL, section VARCHAR NOT NULL, markdown VARCHAR NOT NULL)"""
+ORDER = ("fairness", "drift", "flooding")
+
+
+def save_section(conn: duckdb.DuckDBPyConnection, domain: str, section: str, markdown: str) -> None:
+    conn.execute(SECTIONS_DDL)
+    conn.execute("DELETE FROM analysis_sections WHERE domain = ? AND section = ?", [domain, section])
+    if markdown:
+        conn.execute("INSERT INTO analysis_sections VALUES (?, ?, ?)", [domain, section, markdown])
+
+
+def analysis_markdown(conn: duckdb.DuckDBPyConnection, domain: str) -> str:
+    """Every stored section of the domain, in a fixed order ("" when no analysis ran)."""
+    exists = conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'analysis_sections'"
+    ).fetchone()[0]
+    if not exists:
+        return ""
+    rows = dict(conn.execute("SELECT section, markdown FROM analysis_sections WHERE domain = ?", [domain]).fetchall())
+    parts = [rows[name] for name in ORDER if name in rows] + [rows[n] for n in sorted(rows) if n not in ORDER]
+    return "\n" + "\n".join(parts) if parts else ""

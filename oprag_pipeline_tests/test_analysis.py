@@ -65,9 +65,9 @@ def test_objective_adds_the_weighted_terms_and_treats_missing_groups_as_uncovere
 
 def test_fair_search_covers_the_author_groups_of_the_entity(tmp_path: Path) -> None:
     from oprag_pipeline.analysis.retrieval import fair_search
-    from oprag_pipeline.index.balancing import EntityFinder
     from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
     from oprag_pipeline.index.vector_store import EdgeVectorStore, IndexPoint, point_uuid
+    from oprag_pipeline.registry.matching import AliasMatcher
     from oprag_pipeline_tests.test_balancing import FixedEmbedder, _vector
 
     store = EdgeVectorStore(tmp_path / "qdrant")
@@ -94,7 +94,7 @@ def test_fair_search_covers_the_author_groups_of_the_entity(tmp_path: Path) -> N
             )
         )
     store.upsert(name, points)
-    profile = OpinionProfile(EntityFinder({"wifi": ["wifi"]}), {"wifi": {-20: 24}})
+    profile = OpinionProfile(AliasMatcher.from_aliases({"wifi": ["wifi"]}), {"wifi": {-20: 24}})
     retriever = Retriever(store, FixedEmbedder(), profiles={"d": profile})
     shares = {"wifi": {"traveller_type": {"business": 0.5, "leisure": 0.5}}}
     options = {"k": 6, "group_shares": shares, "pool_factor": 4}

@@ -68,7 +68,7 @@ def fair_search(
     profile = retriever.profiles.get(domain)
     if profile is None:
         raise ValueError(f"fair retrieval needs the opinion profile of domain {domain!r} (Retriever profiles)")
-    entities = [e for e in profile.finder.find(query) if profile.sigma_counts.get(e)][:MAX_ENTITIES_PER_QUESTION]
+    entities = [e for e in profile.finder.entities_in(query) if profile.sigma_counts.get(e)][:MAX_ENTITIES_PER_QUESTION]
     if not entities:
         return retriever.search(domain, query, k=k, mode="hybrid", kb="enriched")
     dense, sparse = retriever._vectors(query)  # the Retriever's cached query vectors, shared with its modes

@@ -502,6 +502,8 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
         "mart_fairness",
         "mart_extraction_vs_gold",
         "metric_significance",
+        "generation_fidelity",  # the report's generation section
+        "answer_preference",
     ],
     description="`reports/<domain>/`: metrics.json, report.md, report.html and PNG plots (also shown here).",
 )

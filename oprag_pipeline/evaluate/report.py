@@ -16,6 +16,8 @@ from typing import Any
 
 import duckdb
 
+from oprag_pipeline.generate import report as generation_report
+
 KB_LABELS = {
     "raw": "raw KB",
     "entity_split": "entity-split KB",
@@ -443,6 +445,7 @@ def write_report(conn: duckdb.DuckDBPyConnection, domain: str, out_dir: Path) ->
     markdown.write_text(_markdown(domain, sections), encoding="utf-8")
     html_path = out_dir / "report.html"
     html_path.write_text(_html(domain, sections), encoding="utf-8")
+    generation_report.append_to_report(conn, domain, markdown, html_path, metrics_json)
     rows = summary_rows(data)
     summary = _markdown(domain, sections[:1]).split("\n", 2)[2]
     return WrittenReport(out_dir, markdown, html_path, metrics_json, plots, summary, rows)

@@ -199,8 +199,8 @@ def _side_of(sentence: str) -> str:
 
 def written_answer(message: str) -> dict[str, Any]:
     """What a prompt-following model would answer to the generation prompt: the corpus shares exactly as given (or,
-    without them, the balance of the documents it quotes), and the first sentence of up to three documents, quoted
-    verbatim with their ids. Instructions inside documents are ignored."""
+    without them, the balance of the sentences it quotes, for each entity listed), and the first sentence of up to
+    three documents, quoted verbatim with their ids. Instructions inside documents are ignored."""
     documents = [(html.unescape(i), text) for i, text in ALL_DOCUMENTS.findall(message)]
     quotes = []
     for doc_id, text in documents[:3]:
@@ -217,8 +217,8 @@ def written_answer(message: str) -> dict[str, Any]:
             )
     elif quotes:
         counts = {s: sum(q["side"] == s for q in quotes) / len(quotes) for s in ("positive", "neutral", "negative")}
-        question = re.search(r"<question>(.*?)</question>", message, re.DOTALL)
-        shares.append({"entity": (question.group(1) if question else "it")[:100], **counts})
+        named = re.search(r"<entities>(.*?)</entities>", message, re.DOTALL)
+        shares.extend({"entity": name, **counts} for name in (json.loads(named.group(1)) if named else []))
     prose = " ".join(
         f"On {s['entity']}: {s['positive']:.0%} positive, {s['neutral']:.0%} neutral, {s['negative']:.0%} negative."
         for s in shares

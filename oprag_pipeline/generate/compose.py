@@ -192,8 +192,8 @@ def compose_plain(context: AnswerContext) -> Answer:
             continue
         quotes.append(Quote(passage.doc_id, text, about, None, passage.point_id))
         lines.append(f'- "{text}" [{passage.doc_id}]')
-    gaps = ["Plain retrieval: the passages are the most similar to the question, not a sample of the views, and "
-            "carry no opinion statistics."]  # fmt: skip
+    gaps = ["The passages are the ones most similar to the question, not a sample of the views, and carry no "
+            "opinion statistics."]  # fmt: skip
     if not context.passages:
         gaps.append("Retrieval returned no passages.")
     lines += ["", "**Not covered**", *(f"- {g}" for g in gaps)]

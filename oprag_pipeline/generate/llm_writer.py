@@ -75,7 +75,7 @@ class WrittenAnswer(BaseModel):
 
 SYSTEM_PROMPT = """\
 You answer a question about the opinions expressed in a collection of reviews and forum posts. The reader wants the \
-range of views, not one verdict.
+range of views, not one verdict. <entities> lists the entities the question is about; use these names in `shares`.
 {distribution_rules}
 - Quote evidence from every side of the opinions present in the documents, the minority side included. Quotes are \
 copied verbatim from one document and cite its id.
@@ -91,12 +91,14 @@ corpus, not only in these documents. State those shares for each entity (in the 
 given, and do not replace them by the documents' own balance."""
 
 PLAIN_RULES = """\
-- State, per entity the question is about, the shares of positive, neutral and negative views you see in the \
+- State, per entity listed in <entities>, the shares of positive, neutral and negative views you see in the \
 documents (in the prose and in `shares`)."""
 
 
 def render_context(context: AnswerContext, *, with_distribution: bool) -> str:
     parts = [f"<question>{html.escape(neutralise_document_text(context.question), quote=False)}</question>"]
+    names = [d.entity_name for d in context.entities]
+    parts.append(f"<entities>{json.dumps(names, ensure_ascii=False)}</entities>")
     if with_distribution:
         distribution = [
             {"entity": d.entity_name, "opinions": d.total, **d.side_counts()} for d in context.entities if d.total

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from oprag_pipeline.enrich.llm import JSON_ANSWER, fold, neutralise_document_text
+from oprag_pipeline.enrich.offline import AliasMatcher
 from oprag_pipeline.enrich.schema import Sentiment
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
 from oprag_pipeline.generate.context import AnswerContext
@@ -137,9 +138,8 @@ def validate(written: WrittenAnswer, context: AnswerContext) -> tuple[list[State
         if dist.total and share_error(shares, dist.side_shares()) > SHARE_TOLERANCE:
             flags.append(f"contradicted_shares:{dist.entity_id}")
     retrieved = {p.doc_id for p in context.passages}
-    entity_ids = [d.entity_id for d in context.entities]
     quotes = check_quotes(
-        [Quote(q.doc_id, q.text, entity_ids[0] if entity_ids else None, q.side.value) for q in written.quotes],
+        [Quote(q.doc_id, q.text, _entity_quoted(q.text, context), q.side.value) for q in written.quotes],
         context.passages,
     )
     for quote in quotes:
@@ -148,6 +148,15 @@ def validate(written: WrittenAnswer, context: AnswerContext) -> tuple[list[State
         elif not quote.grounded:
             flags.append(f"ungrounded_quote:{quote.doc_id}")
     return stated, quotes, flags
+
+
+def _entity_quoted(text: str, context: AnswerContext) -> str | None:
+    """The context's entity a quote names (the first one named), else the question's first entity."""
+    entities = [context.registry[d.entity_id] for d in context.entities if d.entity_id in context.registry]
+    mentions = AliasMatcher(entities).find(text) if entities else []
+    if mentions:
+        return mentions[0][0]
+    return context.entities[0].entity_id if context.entities else None
 
 
 def write_with_llm(client: Any, context: AnswerContext) -> Answer:

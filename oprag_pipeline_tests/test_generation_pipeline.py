@@ -112,3 +112,34 @@ def test_oprag_ask_prints_the_distribution_and_cited_quotes(generation_demo) -> 
     missing = runner.invoke(main, ["ask", "anything", "--domain", "no_such_domain"], env=env)
     assert missing.exit_code == 1 and "Traceback" not in missing.output
     assert len(missing.output.strip().splitlines()) == 1 and "no_such_domain" in missing.output
+
+
+def test_preference_study_with_an_llm_judge_through_dagster(generation_demo, monkeypatch, tmp_path) -> None:
+    """Last in this file: it fills `answer_preferences`, which the skip test above expects empty."""
+    import secrets
+
+    from dagster import DagsterInstance
+
+    from oprag_pipeline.generate.assets import JUDGE_ENV, answer_preference
+    from oprag_pipeline.generate.report import generation_section
+    from oprag_pipeline_tests.conftest import materialize_domain
+    from oprag_pipeline_tests.fake_llm_server import FakeLLMServer
+
+    data_dir, _ = generation_demo
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-" + secrets.token_hex(8))
+    monkeypatch.setenv(JUDGE_ENV, "anthropic")
+    with FakeLLMServer() as server, DagsterInstance.local_temp(str(tmp_path)) as instance:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)  # the SDK reads it
+        metadata = materialize_domain([answer_preference], data_dir, instance, DOMAIN)["answer_preference"]
+        judged = len(server.requests)
+    questions = query(data_dir, "SELECT count(*) FROM evaluation_questions WHERE domain = ?", DOMAIN)[0][0]
+    assert metadata["status"] == "judged" and metadata["pairs"] == questions == judged and metadata["failed"] == 0
+    rows = query(data_dir, "SELECT treatment_position, treatment_preferred FROM answer_preferences")
+    assert len(rows) == questions and {r[0] for r in rows} == {"A", "B"}
+    # the fake judge prefers the answer that states shares, wherever it stands: the opinion-aware one
+    assert metadata["opinion_aware_preference_rate"] > 0.5
+    assert metadata["ci_low"] <= metadata["opinion_aware_preference_rate"] <= metadata["ci_high"]
+    assert metadata["input_tokens"] > 0
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        section = generation_section(conn, DOMAIN)
+    assert "the opinion-aware answer was preferred in" in section.markdown

@@ -92,7 +92,8 @@ def erased_minorities(truth: Mapping[str, float], conveyed: Mapping[str, float])
 
 
 def share_error(conveyed: Mapping[str, float], truth: Mapping[str, float]) -> float:
-    return max(abs(conveyed.get(s, 0.0) - truth.get(s, 0.0)) for s in SIDES)
+    """The largest gap between a conveyed and a true side share (rounded: sums of shares carry 1e-17 of noise)."""
+    return round(max(abs(conveyed.get(s, 0.0) - truth.get(s, 0.0)) for s in SIDES), 9)
 
 
 def check_quotes(quotes: Sequence[Quote], passages: Sequence[Passage]) -> list[Quote]:

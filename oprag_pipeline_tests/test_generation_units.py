@@ -192,3 +192,15 @@ def test_answers_survive_their_json_form() -> None:
     answer = compose_offline(context(PASSAGES))
     again = Answer.from_dict(answer.to_dict())
     assert again == answer
+
+
+def test_the_page_escapes_what_documents_say() -> None:
+    from oprag_pipeline.generate.api import AskResult
+    from oprag_pipeline.generate.web import answer_panel
+
+    hostile = passage(11, "The breakfast was <script>alert(1)</script> great & <b>bold</b>.", 20, impact=30)
+    ctx = context([*PASSAGES, hostile])
+    html_text = answer_panel("Opinion-aware answer", AskResult(compose_offline(ctx), ctx))
+    assert "<script>" not in html_text and "<b>bold" not in html_text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text
+    assert html_text.count("<svg") == 1 and 'class="bar-negative"' in html_text

@@ -227,6 +227,74 @@ def query_command(
     click.echo(output)
 
 
+@main.command("ask")
+@click.argument("question")
+@click.option("--domain", required=True, help="Domain to ask.")
+@click.option(
+    "--kb",
+    type=click.Choice(["enriched", "entity_split", "raw"]),
+    default="enriched",
+    show_default=True,
+    help="Knowledge base: enriched (opinion-aware answer) or raw (plain RAG: top passages, no statistics).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["semantic", "hybrid", "balanced"]),
+    default=None,
+    help="Retrieval mode (default: balanced on the enriched KB, hybrid elsewhere).",
+)
+@click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=200), help="Passages retrieved.")
+@click.option(
+    "--writer",
+    type=click.Choice(["offline", "anthropic", "openai-compatible"]),
+    default="offline",
+    show_default=True,
+    help="offline: a template with the corpus's real statistics and verbatim quotes (no network); the LLM writers "
+    "read their keys and models from the environment, as the extractors do.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The answer with its stated shares, quotes and flags as JSON.")
+def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, writer: str, as_json: bool) -> None:
+    """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
+    from oprag_pipeline.enrich.llm import MissingCredentialsError
+    from oprag_pipeline.generate.api import ask
+    from oprag_pipeline.index.vector_store import CollectionNotFoundError
+
+    try:
+        result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer)
+    except (FileNotFoundError, LookupError, MissingCredentialsError, RuntimeError) as error:
+        raise click.ClickException(str(error)) from error
+    except CollectionNotFoundError as error:
+        raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from error
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
+    answer = result.answer
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+        return
+    click.echo(answer.text)
+    for flag in answer.flags:
+        click.echo(f"flag: {flag}", err=True)
+    if answer.input_tokens or answer.output_tokens:
+        click.echo(
+            f"{answer.writer}: {answer.input_tokens:,} input + {answer.output_tokens:,} output tokens, "
+            f"estimated ${answer.cost_usd:.4f}",
+            err=True,
+        )
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (local by default).")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port.")
+def serve_command(host: str, port: int) -> None:
+    """A local web page to ask a domain a question: both answers side by side, distribution chart, quotes by side."""
+    from oprag_pipeline.generate.web import serve
+
+    if not settings.warehouse_path().exists():
+        raise click.ClickException(f"no warehouse at {settings.warehouse_path()}: run `oprag run` first")
+    click.echo(f"serving http://{host}:{port}/ (Ctrl-C stops)", err=True)
+    serve(host=host, port=port)
+
+
 @main.command("report")
 @click.option("--domain", "domains", multiple=True, help="Domain to report on (repeatable; default: every domain).")
 @click.option(

@@ -15,6 +15,7 @@ from oprag_pipeline.evaluate.assets import (
     retrieval_runs,
 )
 from oprag_pipeline.evaluate.sql_models import build_sql_assets
+from oprag_pipeline.generate.assets import answer_preference, generated_answers, generation_fidelity
 from oprag_pipeline.index.assets import enriched_kb, entity_split_kb, raw_kb
 from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job, nightly_reindex_schedule
@@ -43,6 +44,9 @@ ALL_ASSETS = [
     metric_significance,
     # Beyond the study: fairness trade-off, opinion timelines, source concentration (analysis/).
     *ANALYSIS_ASSETS,
+    generated_answers,
+    generation_fidelity,
+    answer_preference,
     evaluation_report,
 ]
 

@@ -84,3 +84,30 @@ def materialize_domain(assets, data_dir: Path, instance: DagsterInstance, domain
         }
         for e in result.get_asset_materialization_events()
     }
+
+
+GENERATION_DOMAIN = "seller_forum"
+
+
+@pytest.fixture(scope="session")
+def generation_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict]]:
+    """A small demo corpus (`oprag generate-demo --docs 200`) with its seller-forum domain run through the whole
+    graph, generation included; shared by the generation and `oprag serve` tests (one run per session)."""
+    from oprag_pipeline.definitions import ALL_ASSETS
+    from oprag_pipeline.demo import generate_demo
+
+    root = tmp_path_factory.mktemp("generation")
+    data_dir = root / "data"
+    generate_demo(data_dir, docs=200, seed=7)
+    (root / "home").mkdir()
+    previous = os.environ.get("OPRAG_DATA_DIR")
+    os.environ["OPRAG_DATA_DIR"] = str(data_dir)
+    try:
+        with DagsterInstance.local_temp(str(root / "home")) as instance:
+            metadata = materialize_domain(ALL_ASSETS, data_dir, instance, GENERATION_DOMAIN)
+        yield data_dir, metadata
+    finally:
+        if previous is None:
+            os.environ.pop("OPRAG_DATA_DIR", None)
+        else:
+            os.environ["OPRAG_DATA_DIR"] = previous

@@ -48,6 +48,7 @@ class Fault:
     retry_after_ms: str | None = None
     opinions: tuple[dict[str, Any], ...] = ()
     echo_key: bool = False
+    answer: dict[str, Any] | None = None
 
 
 def rate_limited(retry_after: str | None = "1", retry_after_ms: str | None = None) -> Fault:
@@ -76,6 +77,12 @@ def auth_error(echo_key: bool = False) -> Fault:
 
 def extra_opinions(*opinions: dict[str, Any]) -> Fault:
     return Fault("extra", status=200, opinions=tuple(opinions))
+
+
+def scripted(answer: dict[str, Any]) -> Fault:
+    """A 200 whose tool input is exactly `answer`: what a model that misbehaves in a given way would answer (an
+    invented quote, shares it was not given, obedience to an instruction planted in a document)."""
+    return Fault("scripted", status=200, answer=answer)
 
 
 @dataclass
@@ -181,6 +188,59 @@ def question_answer(message: str) -> dict[str, Any]:
     questions = [{"question_type": t, "text": text} for t, pair in wordings.items() for text in pair]
     questions.insert(1, {"question_type": "experience", "text": "What is the weather like in town?"})
     return {"questions": questions}
+
+
+ALL_DOCUMENTS = re.compile(r'<document\s+id="([^"]*)"[^>]*>\n(.*?)\n</document>', re.DOTALL)
+CORPUS_DISTRIBUTION = re.compile(r"<corpus_distribution>(.*?)</corpus_distribution>", re.DOTALL)
+
+
+def _side_of(sentence: str) -> str:
+    words = set(re.findall(r"[a-z]+", sentence.lower()))
+    positive, negative = len(words & POSITIVE), len(words & NEGATIVE)
+    return "positive" if positive > negative else "negative" if negative > positive else "neutral"
+
+
+def written_answer(message: str) -> dict[str, Any]:
+    """What a prompt-following model would answer to the generation prompt: the corpus shares exactly as given (or,
+    without them, the balance of the sentences it quotes, for each entity listed), and the first sentence of up to
+    three documents, quoted verbatim with their ids. Instructions inside documents are ignored."""
+    documents = [(html.unescape(i), text) for i, text in ALL_DOCUMENTS.findall(message)]
+    quotes = []
+    for doc_id, text in documents[:3]:
+        sentence = next((s.strip() for s in SENTENCE_END.split(text) if s.strip()), "")
+        if len(sentence) >= 3:
+            quotes.append({"doc_id": doc_id, "text": sentence[:400], "side": _side_of(sentence)})
+    match = CORPUS_DISTRIBUTION.search(message)
+    shares = []
+    if match:
+        for entity in json.loads(match.group(1)):
+            total = entity["opinions"] or 1
+            shares.append(
+                {"entity": entity["entity"], **{s: entity[s] / total for s in ("positive", "neutral", "negative")}}
+            )
+    elif quotes:
+        counts = {s: sum(q["side"] == s for q in quotes) / len(quotes) for s in ("positive", "neutral", "negative")}
+        named = re.search(r"<entities>(.*?)</entities>", message, re.DOTALL)
+        shares.extend({"entity": name, **counts} for name in (json.loads(named.group(1)) if named else []))
+    prose = " ".join(
+        f"On {s['entity']}: {s['positive']:.0%} positive, {s['neutral']:.0%} neutral, {s['negative']:.0%} negative."
+        for s in shares
+    )
+    return {"prose": prose or "The documents say nothing about this.", "shares": shares, "quotes": quotes}
+
+
+def preference_verdict(message: str) -> dict[str, Any]:
+    """A judge that prefers the answer stating more of the distribution (its share figures and the sides it
+    names), whichever position it is in; equal answers are a tie."""
+
+    def weight(label: str) -> int:
+        match = re.search(rf"<answer_{label}>(.*?)</answer_{label}>", message, re.DOTALL)
+        text = match.group(1).lower() if match else ""
+        return text.count("%") + sum(side in text for side in ("positive", "neutral", "negative"))
+
+    a, b = weight("a"), weight("b")
+    better = "A" if a > b else "B" if b > a else "tie"
+    return {"better": better, "reason": f"answer A states {a} distribution cues, answer B {b}"}
 
 
 def requested_tool(api: str, body: dict[str, Any]) -> str:
@@ -390,13 +450,20 @@ class FakeLLMServer:
             time.sleep(self.latency)
 
         _, document_text = parse_document(record.document_message)
-        if requested_tool(api, body) == "QuestionDrafts":
+        tool = requested_tool(api, body)
+        if tool == "QuestionDrafts":
             answer = question_answer(record.document_message)
-        elif requested_tool(api, body) == "TargetExtraction":
+        elif tool == "TargetExtraction":
             with self._lock:
                 answer = {"targets": list(self._targets.get(record.doc_id or "", []))}
+        elif tool == "WrittenAnswer":
+            answer = written_answer(record.document_message)
+        elif tool == "PreferenceVerdict":
+            answer = preference_verdict(record.document_message)
         else:
             answer = model_answer(record.system, document_text)
+        if fault is not None and fault.kind == "scripted" and fault.answer is not None:
+            answer = json.loads(json.dumps(fault.answer))
         if fault is not None and fault.kind == "extra" and "opinions" in answer:
             answer["opinions"].extend(dict(o) for o in fault.opinions)
         if fault is not None and fault.kind == "schema_invalid" and "questions" in answer:

@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite (sets up .venv first when needed). Extra arguments go to pytest.
 source "$(dirname "$0")/_env.sh"
+# The `oprag serve` browser test drives Debian's chromium (a test tool's own browser download is unreachable here):
+# install it where this machine can (root with apt), else that one test skips and says why.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing chromium for the browser test" >&2
+  { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 \
+    || echo "chromium could not be installed: the browser test will skip" >&2
+fi
 export DAGSTER_HOME="$(mktemp -d)"
 ruff check oprag_pipeline oprag_pipeline_tests benchmarks
 exec pytest "$@"

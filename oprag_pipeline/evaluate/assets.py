@@ -588,6 +588,8 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
         "mart_extraction_vs_gold",
         "metric_significance",
         *("fairness_tradeoff", "opinion_timelines", "source_concentration"),  # their sections (analysis/)
+        "generation_fidelity",  # the report's generation section
+        "answer_preference",
     ],
     description="`reports/<domain>/`: metrics.json, report.md, report.html and PNG plots (also shown here).",
 )

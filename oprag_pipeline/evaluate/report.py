@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 
 from oprag_pipeline.evaluate.grid import FAMILY
+from oprag_pipeline.generate import report as generation_report
 
 VARIANT_LABELS = {
     "raw": "raw KB (plain RAG)",
@@ -728,6 +729,7 @@ def write_report(
     markdown.write_text(_markdown(domain, sections) + analysis_markdown(conn, domain), encoding="utf-8")
     html_path = out_dir / "report.html"
     html_path.write_text(_html(domain, sections), encoding="utf-8")
+    generation_report.append_to_report(conn, domain, markdown, html_path, metrics_json)
     rows = summary_rows(data)
     headline = [s for s in sections if s.title == "Verdict" or s.title.startswith("Headline comparisons")]
     summary = _markdown(domain, headline, embed_images=True).split("\n", 2)[2]

@@ -1,0 +1,86 @@
+"""The Python API behind `oprag ask` and `oprag serve`: retrieve, then answer, for one question of one domain."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from oprag_pipeline import settings
+from oprag_pipeline.generate.answer import Answer
+from oprag_pipeline.generate.compose import compose_offline
+from oprag_pipeline.generate.context import AnswerContext, DomainKnowledge, gather
+from oprag_pipeline.generate.fidelity import check_quotes
+from oprag_pipeline.index.retrieval import BALANCED, Retriever
+
+WRITERS = ("offline", "anthropic", "openai-compatible")
+
+
+def default_mode(kb: str) -> str:
+    """Balanced retrieval where the opinion payload allows it (the enriched KB), hybrid elsewhere."""
+    return BALANCED if kb == "enriched" else "hybrid"
+
+
+def build_writer(kind: str) -> Callable[[AnswerContext], Answer]:
+    """A function from context to answer. LLM writers reuse the extractor's clients (keys from the environment)."""
+    if kind == "offline":
+        return compose_offline
+    if kind in ("anthropic", "openai-compatible"):
+        from oprag_pipeline.enrich.factory import build_extractor
+        from oprag_pipeline.generate.llm_writer import write_with_llm
+
+        client = build_extractor(kind)
+        return lambda context: write_with_llm(client, context)
+    raise ValueError(f"unknown writer {kind!r}; choose one of {', '.join(WRITERS)}")
+
+
+def answer_in_context(context: AnswerContext, writer: Callable[[AnswerContext], Answer]) -> Answer:
+    """Write, then check every quote against the retrieved text, whoever wrote it."""
+    answer = writer(context)
+    answer.quotes = check_quotes(answer.quotes, context.passages)
+    return answer
+
+
+@dataclass
+class AskResult:
+    answer: Answer
+    context: AnswerContext
+
+
+def ask(
+    question: str,
+    *,
+    domain: str,
+    kb: str = "enriched",
+    mode: str | None = None,
+    k: int = 20,
+    writer: str | Callable[[AnswerContext], Answer] = "offline",
+    data_dir: Path | None = None,
+    store: Any = None,
+    embedder: Any = None,
+) -> AskResult:
+    """Answer one question from the domain's warehouse and vector store (opened read-only, closed again)."""
+    from oprag_pipeline.index.vector_store import open_vector_store
+    from oprag_pipeline.resources import EmbedderResource
+
+    root = data_dir or settings.data_dir()
+    warehouse = settings.warehouse_path(root) if data_dir else settings.warehouse_path()
+    if not warehouse.exists():
+        raise FileNotFoundError(f"no warehouse at {warehouse}: run `oprag run` first")
+    write = build_writer(writer) if isinstance(writer, str) else writer
+    own_store = store is None
+    store = store or open_vector_store(root)
+    try:
+        with duckdb.connect(str(warehouse), read_only=True) as conn:
+            knowledge = DomainKnowledge.load(conn, domain)
+            if not knowledge.entities:
+                raise LookupError(f"domain {domain!r} has no entity registry in {warehouse}: run `oprag run` first")
+            retriever = Retriever(store, embedder or EmbedderResource().embedder())
+            context = gather(conn, retriever, knowledge, question, kb=kb, mode=mode or default_mode(kb), k=k)
+    finally:
+        if own_store:
+            store.close()
+    return AskResult(answer_in_context(context, write), context)

@@ -1,0 +1,223 @@
+"""The offline composer: a deterministic answer from real statistics and verbatim quotes. Not a language model.
+
+Opinion-aware (any opinion-indexed KB): for each entity the question names, the corpus's distribution of views
+(counts and shares from the `opinions` table, with the intensity mix of each side), then per side present among the
+retrieved passages its strongest evidence as verbatim, cited quotes — the minority side included — and finally what
+it could not cover. Plain (`kb="raw"`): what a plain RAG system has, the most relevant passages quoted and cited,
+with no statistics, so the two can be read and measured side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
+from oprag_pipeline.generate.context import AnswerContext, CorpusDistribution, Passage, sentence_about, side_of
+from oprag_pipeline.index.balancing import proportional_quotas
+
+WRITER = "offline"
+# Per side: the strongest piece of evidence and one more. Two is enough to show a side is real and why; more turns
+# an answer into a list of hits.
+MAX_QUOTES_PER_SIDE = 2
+# A plain RAG answer cites its few most relevant sources; five is what fits a screen beside the other answer.
+PLAIN_PASSAGES = 5
+# Below this many opinions one opinion moves a share by more than five points: the answer says the shares are thin.
+# It is the evaluation's own minimum for a corpus distribution (`evaluation_entities.min_mentions`).
+THIN_EVIDENCE = 20
+# Long sentences are cut (at a word boundary, so the quote stays a verbatim prefix) to keep quotes readable.
+MAX_QUOTE_CHARS = 320
+INTENSITY_WORDS = {30: "strongly", 20: "moderately", 10: "mildly", -10: "mildly", -20: "moderately", -30: "strongly"}
+
+
+def compose_offline(context: AnswerContext) -> Answer:
+    if context.kb == "raw":
+        return compose_plain(context)
+    return compose_opinion_aware(context)
+
+
+def percents(counts: dict) -> dict:
+    """Whole percentages that add up to exactly 100 (largest remainder), as a reader expects of a breakdown.
+
+    The counts are scaled by 100 first: the quota helper never hands out more slots than there are items, and a
+    side of 19 opinions still needs its 100 points."""
+    return proportional_quotas({key: 100 * n for key, n in counts.items() if n > 0}, 100)
+
+
+def clip(text: str, limit: int = MAX_QUOTE_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    return cut[: cut.rfind(" ")] if " " in cut else cut
+
+
+def _strength(passage: Passage, entity_id: str) -> tuple:
+    opinion = passage.opinion_on(entity_id)
+    assert opinion is not None
+    return (-opinion.impact_score, -abs(opinion.sentiment_intensity), passage.rank)
+
+
+def side_quotes(context: AnswerContext, entity_id: str) -> dict[str, list[tuple[Quote, Passage]]]:
+    """Per side, the strongest retrieved evidence about the entity (impact, then intensity, then relevance); one
+    quote per document."""
+    entity = context.registry.get(entity_id)
+    by_side: dict[str, list[Passage]] = {side: [] for side in SIDES}
+    for passage in context.passages:
+        opinion = passage.opinion_on(entity_id)
+        if opinion is not None:
+            by_side[side_of(opinion.sentiment_intensity)].append(passage)
+    chosen: dict[str, list[tuple[Quote, Passage]]] = {}
+    for side, passages in by_side.items():
+        seen: set[str] = set()
+        picked = []
+        for passage in sorted(passages, key=lambda p: _strength(p, entity_id)):
+            text = clip(sentence_about(passage.text, entity))
+            if not text or passage.doc_id in seen:
+                continue
+            seen.add(passage.doc_id)
+            picked.append((Quote(passage.doc_id, text, entity_id, side, passage.point_id), passage))
+            if len(picked) == MAX_QUOTES_PER_SIDE:
+                break
+        chosen[side] = picked
+    return chosen
+
+
+def _distribution_lines(dist: CorpusDistribution) -> list[str]:
+    counts = dist.side_counts()
+    shown = percents(counts)
+    parts = [f"{side} {shown.get(side, 0)}% ({counts[side]})" for side in SIDES if counts[side]]
+    lines = [f"In the corpus: {' · '.join(parts)}."]
+    for side in ("positive", "negative"):
+        levels = {s: n for s, n in dist.sigma_counts.items() if n and side_of(s) == side}
+        if sum(levels.values()) == 0:
+            continue
+        mix = percents(levels)
+        words = ", ".join(
+            f"{mix[s]}% {INTENSITY_WORDS[s]}" for s in sorted(levels, key=lambda s: -abs(s)) if mix.get(s)
+        )
+        lines.append(f"Of the {side} opinions: {words}.")
+    return lines
+
+
+def _describe(passage: Passage, entity_id: str) -> str:
+    opinion = passage.opinion_on(entity_id)
+    assert opinion is not None
+    impact = {30: "high", 20: "medium", 10: "low"}.get(opinion.impact_score, str(opinion.impact_score))
+    details = [f"{opinion.intensity} intensity", f"{impact} impact", *opinion.emotions]
+    return ", ".join(details)
+
+
+def compose_opinion_aware(context: AnswerContext) -> Answer:
+    lines: list[str] = []
+    gaps: list[str] = []
+    stated: list[StatedShares] = []
+    quotes: list[Quote] = []
+    covered: list[str] = []
+    if not context.named_in_question:
+        gaps.append("The question names no entity of this domain's registry.")
+        if context.entities:
+            gaps.append(
+                f"The answer describes {context.entities[0].entity_name}, which most retrieved passages are about."
+            )
+    for dist in context.entities:
+        if dist.total == 0:
+            gaps.append(f"No opinions about {dist.entity_name} in the corpus: nothing is claimed about it.")
+            continue
+        covered.append(dist.entity_id)
+        stated.append(
+            StatedShares(dist.entity_id, dist.entity_name, dist.side_shares(), dist.sigma_shares(), dist.total)
+        )
+        lines.append(f"## {dist.entity_name}: {dist.total} opinions in the corpus")
+        lines.extend(_distribution_lines(dist))
+        if dist.total < THIN_EVIDENCE:
+            gaps.append(f"Only {dist.total} opinions about {dist.entity_name}: its shares are uncertain.")
+        about = [p for p in context.passages if p.opinion_on(dist.entity_id)]
+        retrieved = dict.fromkeys(SIDES, 0)
+        for passage in about:
+            opinion = passage.opinion_on(dist.entity_id)
+            assert opinion is not None
+            retrieved[side_of(opinion.sentiment_intensity)] += 1
+        lines.append(
+            f"Retrieved: {len(about)} of {len(context.passages)} passages are about {dist.entity_name} ("
+            + ", ".join(f"{retrieved[s]} {s}" for s in SIDES)
+            + ")."
+        )
+        counts, shown = dist.side_counts(), percents(dist.side_counts())
+        by_side = side_quotes(context, dist.entity_id)
+        for side in sorted(SIDES, key=lambda s: (-counts[s], SIDES.index(s))):
+            if counts[side] == 0:
+                continue
+            picked = by_side[side]
+            lines.append("")
+            lines.append(f"**{side.capitalize()} ({shown.get(side, 0)}% of the corpus)**, strongest evidence first:")
+            if not picked:
+                gaps.append(
+                    f"{shown.get(side, 0)}% of the opinions about {dist.entity_name} are {side}, but no retrieved "
+                    f"passage is: no quote for that side."
+                )
+                lines.append(f"- (no retrieved passage is {side})")
+            for quote, passage in picked:
+                quotes.append(quote)
+                lines.append(f'- "{quote.text}" [{quote.doc_id}] ({_describe(passage, dist.entity_id)})')
+        lines.append("")
+    if not context.passages:
+        gaps.append("Retrieval returned no passages.")
+    if gaps:
+        lines.append("**Not covered**")
+        lines.extend(f"- {gap}" for gap in gaps)
+    return Answer(
+        question=context.question,
+        domain=context.domain,
+        kb=context.kb,
+        mode=context.mode,
+        k=context.k,
+        writer=WRITER,
+        text="\n".join(lines).strip(),
+        entity_ids=covered,
+        stated=stated,
+        quotes=quotes,
+        gaps=gaps,
+    )
+
+
+def compose_plain(context: AnswerContext) -> Answer:
+    """Plain RAG: the top passages, quoted and cited, with no claim about how common each view is."""
+    lines = [f"The {min(PLAIN_PASSAGES, len(context.passages))} most relevant passages for the question:"]
+    quotes: list[Quote] = []
+    entities = [d.entity_id for d in context.entities]
+    for passage in _top_passages(context.passages):
+        about = next((e for e in entities if passage.opinion_on(e)), entities[0] if entities else None)
+        entity = context.registry.get(about) if about else None
+        text = clip(sentence_about(passage.text, entity))
+        if not text:
+            continue
+        quotes.append(Quote(passage.doc_id, text, about, None, passage.point_id))
+        lines.append(f'- "{text}" [{passage.doc_id}]')
+    gaps = ["The passages are the ones most similar to the question, not a sample of the views, and carry no "
+            "opinion statistics."]  # fmt: skip
+    if not context.passages:
+        gaps.append("Retrieval returned no passages.")
+    lines += ["", "**Not covered**", *(f"- {g}" for g in gaps)]
+    return Answer(
+        question=context.question,
+        domain=context.domain,
+        kb=context.kb,
+        mode=context.mode,
+        k=context.k,
+        writer=WRITER,
+        text="\n".join(lines),
+        entity_ids=entities,
+        quotes=quotes,
+        gaps=gaps,
+    )
+
+
+def _top_passages(passages: Sequence[Passage]) -> list[Passage]:
+    seen: set[str] = set()
+    top = []
+    for passage in passages:
+        if passage.doc_id not in seen:
+            seen.add(passage.doc_id)
+            top.append(passage)
+        if len(top) == PLAIN_PASSAGES:
+            break
+    return top

@@ -1,0 +1,227 @@
+"""What an answer may rest on: the passages a retrieval returned, and the corpus's distribution of views on each
+entity the question names.
+
+The distribution comes from the whole `opinions` table, not from the k hits: a reader asking "what do guests think
+of check-in?" is asking about everyone who wrote about it, and k passages are a sample of that (a biased one when
+retrieval is not opinion-aware). The passages supply the evidence (quotes, reasons) the answer shows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+
+from oprag_pipeline.enrich.offline import AliasMatcher
+from oprag_pipeline.enrich.schema import RegistryEntity
+from oprag_pipeline.generate.answer import SIDES
+from oprag_pipeline.index.retrieval import BALANCED, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.registry.store import registry_entities
+
+# The enriched KB embeds rendered metadata before the document's own words ("Entity: …\nText: …"); an answer quotes
+# only the words, which are verbatim from the document.
+ENRICHED_TEXT_MARKER = "Text: "
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def side_of(sigma: int) -> str:
+    """The side of a σ-score: the sign of the σ-scale (DESIGN.md)."""
+    return "positive" if sigma > 0 else "negative" if sigma < 0 else "neutral"
+
+
+@dataclass(frozen=True)
+class CorpusDistribution:
+    """One entity's opinions in the whole corpus, counted per σ-level."""
+
+    entity_id: str
+    entity_name: str
+    sigma_counts: Mapping[int, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.sigma_counts.values())
+
+    def side_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(SIDES, 0)
+        for sigma, n in self.sigma_counts.items():
+            counts[side_of(sigma)] += n
+        return counts
+
+    def side_shares(self) -> dict[str, float]:
+        total = self.total
+        return {side: (n / total if total else 0.0) for side, n in self.side_counts().items()}
+
+    def sigma_shares(self) -> dict[int, float]:
+        total = self.total
+        return {sigma: n / total for sigma, n in sorted(self.sigma_counts.items()) if n > 0} if total else {}
+
+
+@dataclass(frozen=True)
+class PassageOpinion:
+    entity_id: str
+    entity_name: str
+    sentiment: str
+    intensity: str
+    sentiment_intensity: int
+    impact_score: int
+    emotions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrieved point as a writer sees it: its document id and its verbatim text."""
+
+    rank: int
+    point_id: str
+    doc_id: str
+    score: float
+    text: str
+    opinions: tuple[PassageOpinion, ...] = ()
+
+    def opinion_on(self, entity_id: str) -> PassageOpinion | None:
+        return next((o for o in self.opinions if o.entity_id == entity_id), None)
+
+
+@dataclass
+class AnswerContext:
+    question: str
+    domain: str
+    kb: str
+    mode: str
+    k: int
+    entities: list[CorpusDistribution]  # named by the question (or given), each with its corpus distribution
+    passages: list[Passage]
+    registry: Mapping[str, RegistryEntity] = field(default_factory=dict)
+    named_in_question: bool = True  # False: the question named no registry entity; `entities` came from the hits
+
+
+@dataclass(frozen=True)
+class DomainKnowledge:
+    """A domain's registry and corpus counts, loaded once and shared by every question asked of it."""
+
+    domain: str
+    profile: OpinionProfile
+    entities: Mapping[str, RegistryEntity]
+
+    @classmethod
+    def load(cls, conn: duckdb.DuckDBPyConnection, domain: str) -> DomainKnowledge:
+        profile = OpinionProfile.load(conn, domain)
+        _, entities = registry_entities(conn, domain)
+        return cls(domain, profile, {e.entity_id: e for e in entities})
+
+    def distribution(self, entity_id: str) -> CorpusDistribution:
+        entity = self.entities.get(entity_id)
+        name = entity.name if entity else entity_id
+        return CorpusDistribution(entity_id, name, dict(self.profile.sigma_counts.get(entity_id, {})))
+
+    def named_entities(self, question: str) -> list[str]:
+        return self.profile.finder.find(question)
+
+
+def passage_text(kb: str, payload: Mapping[str, object]) -> str:
+    """The document's own words in a hit (the enriched KB's rendered metadata stripped)."""
+    text = str(payload.get("text", ""))
+    if kb == "enriched" and ENRICHED_TEXT_MARKER in text:
+        text = text.split(ENRICHED_TEXT_MARKER, 1)[1]
+    return text
+
+
+def to_passages(kb: str, hits: Sequence[RetrievedHit]) -> list[Passage]:
+    return [
+        Passage(
+            rank=rank,
+            point_id=str(hit.point_id),
+            doc_id=str(hit.payload.get("doc_id", "")),
+            score=float(hit.score),
+            text=passage_text(kb, hit.payload),
+            opinions=tuple(
+                PassageOpinion(
+                    entity_id=o["entity_id"],
+                    entity_name=o["entity_name"],
+                    sentiment=o["sentiment"],
+                    intensity=o["intensity"],
+                    sentiment_intensity=int(o["sentiment_intensity"]),
+                    impact_score=int(o["impact_score"]),
+                    emotions=tuple(o["emotions"] or ()),
+                )
+                for o in hit.opinions
+            ),
+        )
+        for rank, hit in enumerate(hits, start=1)
+    ]
+
+
+def gather(
+    conn: duckdb.DuckDBPyConnection,
+    retriever: Retriever,
+    knowledge: DomainKnowledge,
+    question: str,
+    *,
+    kb: str = "enriched",
+    mode: str = BALANCED,
+    k: int = 20,
+    entity_ids: Sequence[str] = (),
+) -> AnswerContext:
+    """Retrieve and collect the context of one answer. `entity_ids` puts entities first (the evaluation knows which
+    entity a question is about); the ones the question names follow. With neither, the entity most retrieved
+    opinions are about stands in, and the context says so."""
+    if mode == BALANCED and knowledge.domain not in retriever.profiles:
+        retriever.profiles[knowledge.domain] = knowledge.profile
+    hits = retriever.search(knowledge.domain, question, k=k, mode=mode, kb=kb)
+    attach_opinions(conn, knowledge.domain, kb, hits)
+    passages = to_passages(kb, hits)
+    chosen = list(dict.fromkeys([*entity_ids, *knowledge.named_entities(question)]))
+    named = bool(chosen)
+    if not chosen:
+        counts: dict[str, int] = {}
+        for passage in passages:
+            for opinion in passage.opinions:
+                counts[opinion.entity_id] = counts.get(opinion.entity_id, 0) + 1
+        if counts:
+            chosen = [min(counts, key=lambda e: (-counts[e], e))]
+    return AnswerContext(
+        question=question,
+        domain=knowledge.domain,
+        kb=kb,
+        mode=mode,
+        k=k,
+        entities=[knowledge.distribution(e) for e in chosen],
+        passages=passages,
+        registry=knowledge.entities,
+        named_in_question=named,
+    )
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence, whitespace trimmed; a text without end punctuation is one sentence."""
+    spans = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    out = []
+    for lo, hi in spans:
+        while lo < hi and text[lo].isspace():
+            lo += 1
+        while hi > lo and text[hi - 1].isspace():
+            hi -= 1
+        if hi > lo:
+            out.append((lo, hi))
+    return out
+
+
+def sentence_about(text: str, entity: RegistryEntity | None) -> str:
+    """The first sentence of `text` that names the entity (any alias), else the first sentence: verbatim."""
+    spans = sentences(text)
+    if not spans:
+        return ""
+    if entity is not None:
+        mentions = AliasMatcher([entity]).find(text)
+        for lo, hi in spans:
+            if any(lo <= start < hi for _, start, _ in mentions):
+                return text[lo:hi]
+    lo, hi = spans[0]
+    return text[lo:hi]

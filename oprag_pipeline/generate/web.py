@@ -1,0 +1,226 @@
+"""`oprag serve`: one local page to ask a question of a domain (Starlette, served by uvicorn on 127.0.0.1).
+
+It shows what the pipeline built and keeps nothing of its own: every request reads the warehouse and the vector
+store afresh (read-only), answers with the opinion-aware pipeline and with plain RAG, and renders both side by
+side with the corpus-vs-retrieved distribution as inline SVG (no scripts, no CDN: the page works offline).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse
+from starlette.routing import Route
+
+from oprag_pipeline import settings
+from oprag_pipeline.generate.answer import SIDES, Answer
+from oprag_pipeline.generate.api import AskResult, ask
+from oprag_pipeline.generate.context import AnswerContext, side_of
+
+SIDE_COLOURS = {"positive": "#3a923a", "neutral": "#9a9a9a", "negative": "#c8453b"}
+MAX_QUESTION_CHARS = 500
+# One question at a time: the embedded vector store admits one open handle per shard, and 2 cores gain nothing from
+# answering two questions at once.
+_ASK_LOCK = threading.Lock()
+e = html.escape
+
+
+def retrieved_side_counts(context: AnswerContext, entity_id: str) -> dict[str, int]:
+    counts = dict.fromkeys(SIDES, 0)
+    for passage in context.passages:
+        opinion = passage.opinion_on(entity_id)
+        if opinion is not None:
+            counts[side_of(opinion.sentiment_intensity)] += 1
+    return counts
+
+
+def distribution_svg(title: str, rows: Sequence[tuple[str, dict[str, int]]]) -> str:
+    """Stacked horizontal bars (one per distribution) of side shares, labelled with percentages and counts."""
+    width, bar, gap, label = 560, 26, 14, 120
+    height = 30 + len(rows) * (bar + gap) + 24
+    parts = [
+        f'<svg class="chart" role="img" aria-label="{e(title)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+        f'<text x="0" y="16" font-size="14" font-weight="bold">{e(title)}</text>',
+    ]
+    span = width - label - 10
+    for index, (name, counts) in enumerate(rows):
+        y = 30 + index * (bar + gap)
+        total = sum(counts.values())
+        parts.append(f'<text x="0" y="{y + 18}" font-size="13">{e(name)} (n={total})</text>')
+        x = float(label)
+        for side in SIDES:
+            share = counts.get(side, 0) / total if total else 0.0
+            w = share * span
+            if w <= 0:
+                continue
+            parts.append(
+                f'<rect class="bar-{side}" x="{x:.1f}" y="{y}" width="{w:.1f}" height="{bar}" '
+                f'fill="{SIDE_COLOURS[side]}"><title>{side}: {share:.0%} ({counts.get(side, 0)})</title></rect>'
+            )
+            if w > 34:
+                parts.append(f'<text x="{x + 4:.1f}" y="{y + 18}" font-size="12" fill="white">{share:.0%}</text>')
+            x += w
+    legend_y = height - 8
+    for i, side in enumerate(SIDES):
+        parts.append(
+            f'<rect x="{label + i * 110}" y="{legend_y - 10}" width="10" height="10" fill="{SIDE_COLOURS[side]}"/>'
+            f'<text x="{label + i * 110 + 14}" y="{legend_y}" font-size="12">{side}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def render_text(text: str) -> str:
+    """The composer's few Markdown forms (headings, bullets, bold) as HTML; everything else escaped."""
+    out: list[str] = []
+    in_list = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        is_item = stripped.startswith("- ")
+        if in_list and not is_item:
+            out.append("</ul>")
+            in_list = False
+        if not stripped:
+            continue
+        body = _BOLD.sub(r"<strong>\1</strong>", e(stripped[2:] if is_item else stripped.lstrip("# ")))
+        if stripped.startswith("#"):
+            out.append(f"<h3>{body}</h3>")
+        elif is_item:
+            if not in_list:
+                out.append("<ul>")
+                in_list = True
+            out.append(f"<li>{body}</li>")
+        else:
+            out.append(f"<p>{body}</p>")
+    if in_list:
+        out.append("</ul>")
+    return "\n".join(out)
+
+
+def quotes_by_side(answer: Answer) -> str:
+    groups: dict[str, list[str]] = {}
+    for quote in answer.quotes:
+        side = quote.sentiment or "unlabelled"
+        mark = "" if quote.grounded else ' <span class="flag">not found in the source</span>'
+        groups.setdefault(side, []).append(f"<li><q>{e(quote.text)}</q> <cite>{e(quote.doc_id)}</cite>{mark}</li>")
+    parts = []
+    for side in (*SIDES, "unlabelled"):
+        if side in groups:
+            parts.append(f'<h4 class="side-{side}">{side} ({len(groups[side])})</h4><ul class="quotes">')
+            parts.extend(groups[side])
+            parts.append("</ul>")
+    return "".join(parts) or "<p>No quotes.</p>"
+
+
+def answer_panel(title: str, result: AskResult) -> str:
+    answer, context = result.answer, result.context
+    charts = []
+    for dist in context.entities:
+        if dist.total:
+            rows = [("corpus", dist.side_counts()), ("retrieved", retrieved_side_counts(context, dist.entity_id))]
+            charts.append(distribution_svg(f"{dist.entity_name}: corpus vs retrieved", rows))
+    flags = "".join(f"<li>{e(f)}</li>" for f in answer.flags)
+    usage = (
+        f"<p class='usage'>{answer.input_tokens:,} input + {answer.output_tokens:,} output tokens, "
+        f"about ${answer.cost_usd:.4f}</p>"
+        if answer.input_tokens or answer.output_tokens
+        else ""
+    )
+    return (
+        f'<section class="panel"><h2>{e(title)}</h2>'
+        f"<p class='meta'>{e(context.kb)} KB, {e(context.mode)} retrieval, k={context.k}, writer {e(answer.writer)}</p>"
+        + "".join(charts)
+        + f'<div class="answer">{render_text(answer.text)}</div>'
+        + (f"<ul class='flags'>{flags}</ul>" if flags else "")
+        + usage
+        + f"<h3>Quotes by side</h3>{quotes_by_side(answer)}</section>"
+    )
+
+
+STYLE = """body{font-family:sans-serif;margin:1.5em;max-width:1400px}form{margin-bottom:1em}
+input[type=text]{width:40em;padding:4px}.columns{display:flex;gap:2em;align-items:flex-start}
+.panel{flex:1;min-width:0;border:1px solid #ddd;padding:0 1em 1em;border-radius:6px}.meta,.usage{color:#666}
+q{font-style:italic}cite{color:#555;font-size:90%}.flag,.flags{color:#b00}.error{color:#b00}
+.side-positive{color:#2c7a2c}.side-negative{color:#b3362c}.side-neutral{color:#666}"""
+
+
+def page(domains: Sequence[str], domain: str, question: str, body: str) -> str:
+    options = "".join(f"<option value='{e(d)}'{' selected' if d == domain else ''}>{e(d)}</option>" for d in domains)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>oprag: ask</title>"
+        f"<style>{STYLE}</style></head><body><h1>Ask the opinions of a domain</h1>"
+        "<form method='get' action='/'>"
+        f"<label>Domain <select name='domain'>{options}</select></label> "
+        f"<label>Question <input type='text' name='q' value='{e(question)}' maxlength='{MAX_QUESTION_CHARS}'></label> "
+        "<button type='submit'>Ask</button></form>"
+        f"{body}</body></html>"
+    )
+
+
+def create_app(data_dir: Path | None = None, k: int = 20) -> Starlette:
+    root = data_dir or settings.data_dir()
+
+    def answer_both(domain: str, question: str) -> tuple[AskResult, AskResult]:
+        with _ASK_LOCK:
+            aware = ask(question, domain=domain, kb="enriched", k=k, data_dir=root)
+            plain = ask(question, domain=domain, kb="raw", k=k, data_dir=root)
+        return aware, plain
+
+    def validated(request: Request) -> tuple[list[str], str, str, str | None]:
+        domains = settings.list_domains(root)
+        domain = request.query_params.get("domain") or (domains[0] if domains else "")
+        question = " ".join(request.query_params.get("q", "").split())[:MAX_QUESTION_CHARS]
+        problem = None
+        if domain not in domains:
+            problem = f"unknown domain {domain!r}; domains: {', '.join(domains) or 'none (run oprag run first)'}"
+        return domains, domain, question, problem
+
+    async def index(request: Request) -> HTMLResponse:
+        from starlette.concurrency import run_in_threadpool
+
+        domains, domain, question, problem = validated(request)
+        body = ""
+        if problem and question:
+            body = f"<p class='error'>{e(problem)}</p>"
+        elif question:
+            try:
+                aware, plain = await run_in_threadpool(answer_both, domain, question)
+            except (LookupError, FileNotFoundError, ValueError) as error:
+                return HTMLResponse(page(domains, domain, question, f"<p class='error'>{e(str(error))}</p>"), 400)
+            body = (
+                "<div class='columns'>"
+                + answer_panel("Opinion-aware answer", aware)
+                + answer_panel("Plain RAG answer", plain)
+                + "</div>"
+            )
+        return HTMLResponse(page(domains, domain, question, body))
+
+    async def api(request: Request) -> JSONResponse:
+        from starlette.concurrency import run_in_threadpool
+
+        _, domain, question, problem = validated(request)
+        if problem or not question:
+            return JSONResponse({"error": problem or "no question (parameter q)"}, 400)
+        try:
+            aware, plain = await run_in_threadpool(answer_both, domain, question)
+        except (LookupError, FileNotFoundError, ValueError) as error:
+            return JSONResponse({"error": str(error)}, 400)
+        return JSONResponse({"opinion_aware": aware.answer.to_dict(), "plain": plain.answer.to_dict()})
+
+    return Starlette(routes=[Route("/", index), Route("/api/ask", api)])
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = None) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(data_dir), host=host, port=port, log_level="info")

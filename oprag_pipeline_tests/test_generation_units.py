@@ -1,0 +1,206 @@
+"""The offline composer and the fidelity metric, on invented contexts whose right answers are worked out by hand."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from oprag_pipeline.enrich.schema import RegistryEntity
+from oprag_pipeline.generate.answer import Answer, Quote, StatedShares
+from oprag_pipeline.generate.compose import MAX_QUOTES_PER_SIDE, PLAIN_PASSAGES, compose_offline, percents
+from oprag_pipeline.generate.context import AnswerContext, CorpusDistribution, Passage, PassageOpinion
+from oprag_pipeline.generate.fidelity import (
+    WORST_W1,
+    answer_fidelity,
+    check_quotes,
+    conveyed_by_scores,
+    conveyed_by_shares,
+    distribution_from_shares,
+    erased_minorities,
+    minority_sides,
+    read_back,
+    w1_between,
+)
+
+BREAKFAST = RegistryEntity("e1", "breakfast", ("breakfast buffet",))
+PARKING = RegistryEntity("e2", "parking", ("car park",))
+# 100 opinions: 60 positive (50 at +20, 10 at +10), 15 neutral, 25 negative (20 at −20, 5 at −30)
+CORPUS = CorpusDistribution("e1", "breakfast", {20: 50, 10: 10, 0: 15, -20: 20, -30: 5})
+LEVEL = {30: "high", 20: "medium", 10: "low", 0: "low", -10: "low", -20: "medium", -30: "high"}
+
+
+def opinion(sigma: int, impact: int = 10) -> PassageOpinion:
+    sentiment = "positive" if sigma > 0 else "negative" if sigma < 0 else "neutral"
+    return PassageOpinion("e1", "breakfast", sentiment, LEVEL[sigma], sigma, impact)
+
+
+def passage(rank: int, text: str, sigma: int | None, impact: int = 10) -> Passage:
+    opinions = (opinion(sigma, impact),) if sigma is not None else ()
+    return Passage(rank, f"p{rank}", f"doc-{rank}", 1.0 - rank / 100, text, opinions)
+
+
+def context(passages: list[Passage], entities=(CORPUS,), kb: str = "enriched") -> AnswerContext:
+    return AnswerContext(
+        question="What do guests think of the breakfast?",
+        domain="hotels",
+        kb=kb,
+        mode="balanced" if kb == "enriched" else "hybrid",
+        k=len(passages),
+        entities=list(entities),
+        passages=passages,
+        registry={"e1": BREAKFAST, "e2": PARKING},
+    )
+
+
+# The hits lean positive (7 of 9 about breakfast); the single negative passage is ranked low.
+PASSAGES = [
+    *(passage(r, f"We stayed in May. The breakfast was lovely on day {r}. Rooms were fine.", 20) for r in range(1, 7)),
+    passage(7, "Check-out was quick.", None),
+    passage(8, "The breakfast buffet opened at seven.", 0),
+    passage(9, "Honestly the breakfast was cold and the coffee stale. We ate out after that.", -30, impact=30),
+    passage(10, "Superb breakfast, the best part of the stay!", 30, impact=20),
+]
+
+
+def test_stated_shares_are_the_corpus_shares_and_add_up() -> None:
+    answer = compose_offline(context(PASSAGES))
+    stated = answer.stated_for("e1")
+    assert stated is not None and stated.basis == 100
+    assert stated.shares == pytest.approx({"positive": 0.60, "neutral": 0.15, "negative": 0.25})  # not the hits' 7:1:1
+    assert sum(stated.shares.values()) == pytest.approx(1.0)
+    assert sum(stated.sigma_shares.values()) == pytest.approx(1.0)
+    assert stated.sigma_shares[-30] == pytest.approx(0.05)
+    printed = re.search(r"In the corpus: (.*)\.", answer.text).group(1)
+    assert sum(int(p) for p in re.findall(r"(\d+)%", printed)) == 100
+    assert "positive 60% (60)" in printed and "negative 25% (25)" in printed
+
+
+@pytest.mark.parametrize(
+    "counts", [{"a": 1, "b": 1, "c": 1}, {"a": 2, "b": 1}, {"a": 19}, {"a": 7, "b": 5, "c": 1}, {"a": 333, "b": 1}]
+)
+def test_printed_percentages_always_add_up_to_100(counts) -> None:
+    assert sum(percents(counts).values()) == 100
+
+
+def test_every_side_is_quoted_the_minority_included_verbatim_and_cited() -> None:
+    answer = compose_offline(context(PASSAGES))
+    by_doc = {p.doc_id: p for p in PASSAGES}
+    sides = {q.sentiment for q in answer.quotes}
+    assert sides == {"positive", "neutral", "negative"}
+    negative = [q for q in answer.quotes if q.sentiment == "negative"]
+    assert [q.doc_id for q in negative] == ["doc-9"]  # the low-ranked minority passage is quoted
+    assert negative[0].text == "Honestly the breakfast was cold and the coffee stale."  # its sentence, verbatim
+    for quote in answer.quotes:
+        assert quote.text in by_doc[quote.doc_id].text
+        assert f'"{quote.text}" [{quote.doc_id}]' in answer.text
+    positive = [q.doc_id for q in answer.quotes if q.sentiment == "positive"]
+    assert positive[0] == "doc-10"  # the strongest reason first (higher impact and intensity than rank 1)
+    assert len(positive) == MAX_QUOTES_PER_SIDE
+    assert all(q.grounded for q in check_quotes(answer.quotes, PASSAGES))
+
+
+def test_nothing_is_claimed_for_an_entity_without_evidence() -> None:
+    parking = CorpusDistribution("e2", "parking", {})
+    answer = compose_offline(context(PASSAGES, entities=(CORPUS, parking)))
+    assert answer.stated_for("e2") is None and answer.entity_ids == ["e1"]
+    assert not any(q.entity_id == "e2" for q in answer.quotes)
+    assert "## parking" not in answer.text
+    assert any("parking" in gap and "nothing is claimed" in gap for gap in answer.gaps)
+
+
+def test_a_side_of_the_corpus_missing_from_the_hits_is_named_as_not_covered() -> None:
+    without_negative = [p for p in PASSAGES if p.doc_id != "doc-9"]
+    answer = compose_offline(context(without_negative))
+    assert answer.stated_for("e1").shares["negative"] == pytest.approx(0.25)  # still stated from the corpus
+    assert not any(q.sentiment == "negative" for q in answer.quotes)
+    assert any("25%" in gap and "negative" in gap and "no quote" in gap for gap in answer.gaps)
+    thin = compose_offline(context(PASSAGES, entities=(CorpusDistribution("e1", "breakfast", {20: 5, -20: 3}),)))
+    assert any("Only 8 opinions" in gap for gap in thin.gaps)
+
+
+def test_plain_answer_quotes_top_passages_without_statistics() -> None:
+    answer = compose_offline(context(PASSAGES, kb="raw"))
+    assert answer.stated == [] and "%" not in answer.text
+    assert [q.doc_id for q in answer.quotes] == [f"doc-{r}" for r in range(1, PLAIN_PASSAGES + 1)]
+    assert all(q.sentiment is None and q.text in PASSAGES[int(q.doc_id[4:]) - 1].text for q in answer.quotes)
+
+
+# ---- fidelity: hand-computed cases --------------------------------------------------------------------------------
+
+
+def shares(mapping: dict[int, float]):
+    return distribution_from_shares(mapping, 100)
+
+
+def test_w1_hand_computed() -> None:
+    assert w1_between(shares({20: 1.0}), shares({-20: 1.0})) == pytest.approx(40.0)
+    # half the mass must move 40 points: 20
+    assert w1_between(shares({20: 1.0}), shares({20: 0.5, -20: 0.5})) == pytest.approx(20.0)
+    # sides only (mass at ±20) against ±10: every unit moves 10
+    told = conveyed_by_shares(StatedShares("e1", "x", {"positive": 0.8, "negative": 0.2}))
+    assert w1_between(told, shares({10: 0.8, -10: 0.2})) == pytest.approx(10.0)
+    # per-level shares stated: exact
+    exact = conveyed_by_shares(StatedShares("e1", "x", {}, {10: 0.8, -10: 0.2}))
+    assert w1_between(exact, shares({10: 0.8, -10: 0.2})) == 0.0
+    # read back 3 statements (+20, +20, −20) against a 50/50 corpus at ±20: one sixth of the mass moves 40
+    assert w1_between(conveyed_by_scores([20, 20, -20]), shares({20: 0.5, -20: 0.5})) == pytest.approx(40 / 6)
+    assert w1_between(conveyed_by_scores([]), shares({0: 1.0})) == WORST_W1 == 60.0
+
+
+def test_minority_erasure_hand_computed() -> None:
+    truth = {"positive": 0.70, "neutral": 0.05, "negative": 0.25}
+    assert minority_sides(truth) == ["negative"]  # neutral at 5% is below the 10% threshold
+    assert erased_minorities(truth, {"positive": 1.0}) == ["negative"]
+    assert erased_minorities(truth, {"positive": 0.9, "negative": 0.1}) == []
+    assert erased_minorities(truth, {"positive": 0.9, "neutral": 0.1}) == ["negative"]
+
+
+def test_answer_fidelity_row() -> None:
+    corpus = shares({20: 0.6, 0: 0.1, -20: 0.3})
+    quotes = [Quote("d1", "a", grounded=True), Quote("d2", "b", grounded=False)]
+    row = answer_fidelity(shares({20: 1.0}), corpus, quotes, gold=shares({20: 0.5, -20: 0.5}))
+    assert row["w1"] == pytest.approx(0.1 * 20 + 0.3 * 40)  # neutral mass moves 20, negative 40
+    assert row["w1_gold"] == pytest.approx(20.0)
+    assert row["minority_erased"] == 1.0 and row["has_minority"] == 1.0
+    assert row["share_error"] == pytest.approx(0.4) and row["shares_within_tolerance"] == 0.0
+    assert row["grounded_quote_rate"] == 0.5
+    faithful = answer_fidelity(corpus, corpus, [])
+    assert faithful["w1"] == 0.0 and faithful["minority_erased"] == 0.0 and faithful["shares_within_tolerance"] == 1.0
+    assert "grounded_quote_rate" not in faithful and "w1_gold" not in faithful  # nothing to check, not a perfect 1
+
+
+def test_quotes_are_checked_against_the_document_they_cite() -> None:
+    quotes = [
+        Quote("doc-9", "the BREAKFAST was  cold"),  # case and spacing differ: still verbatim
+        Quote("doc-1", "the breakfast was cold"),  # in another document than the one cited
+        Quote("doc-404", "Rooms were fine."),  # a document that was not retrieved
+    ]
+    assert [q.grounded for q in check_quotes(quotes, PASSAGES)] == [True, False, False]
+
+
+def test_free_text_is_read_back_with_the_offline_extractor() -> None:
+    from oprag_pipeline.enrich.offline import OfflineExtractor
+
+    text = "- The breakfast was delicious and fresh. [doc-1]\n- The breakfast buffet was cold and awful. [doc-2]\n"
+    scores = read_back(text, OfflineExtractor(), [BREAKFAST, PARKING])
+    assert sorted(s > 0 for s in scores["e1"]) == [False, True] and all(s != 0 for s in scores["e1"])
+    assert "e2" not in scores
+
+
+def test_answers_survive_their_json_form() -> None:
+    answer = compose_offline(context(PASSAGES))
+    again = Answer.from_dict(answer.to_dict())
+    assert again == answer
+
+
+def test_the_page_escapes_what_documents_say() -> None:
+    from oprag_pipeline.generate.api import AskResult
+    from oprag_pipeline.generate.web import answer_panel
+
+    hostile = passage(11, "The breakfast was <script>alert(1)</script> great & <b>bold</b>.", 20, impact=30)
+    ctx = context([*PASSAGES, hostile])
+    html_text = answer_panel("Opinion-aware answer", AskResult(compose_offline(ctx), ctx))
+    assert "<script>" not in html_text and "<b>bold" not in html_text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text
+    assert html_text.count("<svg") == 1 and 'class="bar-negative"' in html_text

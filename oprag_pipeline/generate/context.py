@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from oprag_pipeline.enrich.offline import AliasMatcher
 from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.generate.answer import SIDES
 from oprag_pipeline.index.retrieval import BALANCED, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.registry.store import registry_entities
 
 # The enriched KB embeds rendered metadata before the document's own words ("Entity: …\nText: …"); an answer quotes
@@ -117,7 +117,7 @@ class DomainKnowledge:
         return CorpusDistribution(entity_id, name, dict(self.profile.sigma_counts.get(entity_id, {})))
 
     def named_entities(self, question: str) -> list[str]:
-        return self.profile.finder.find(question)
+        return self.profile.finder.entities_in(question)
 
 
 def passage_text(kb: str, payload: Mapping[str, object]) -> str:
@@ -219,7 +219,7 @@ def sentence_about(text: str, entity: RegistryEntity | None) -> str:
     if not spans:
         return ""
     if entity is not None:
-        mentions = AliasMatcher([entity]).find(text)
+        mentions = AliasMatcher([entity]).mentions(text)
         for lo, hi in spans:
             if any(lo <= start < hi for _, start, _ in mentions):
                 return text[lo:hi]

@@ -23,11 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import ot
 
-from oprag_pipeline.enrich.llm import locate_evidence
 from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline.evaluate.metrics import SIGMA_SUPPORT, ScoreDistribution
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
 from oprag_pipeline.generate.context import Passage, sentences, side_of
+from oprag_pipeline.registry.matching import locate_quote
 
 SIDE_POINT = {"positive": 20.0, "neutral": 0.0, "negative": -20.0}  # the medium point of each side (see above)
 # The study's threshold for a view worth keeping: one person in ten.
@@ -104,7 +104,7 @@ def check_quotes(quotes: Sequence[Quote], passages: Sequence[Passage]) -> list[Q
         by_doc.setdefault(passage.doc_id, []).append(passage.text)
     checked = []
     for quote in quotes:
-        grounded = any(locate_evidence(text, quote.text) is not None for text in by_doc.get(quote.doc_id, []))
+        grounded = any(locate_quote(text, quote.text) is not None for text in by_doc.get(quote.doc_id, []))
         checked.append(Quote(quote.doc_id, quote.text, quote.entity_id, quote.sentiment, quote.point_id, grounded))
     return checked
 

@@ -24,11 +24,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from oprag_pipeline.enrich.llm import JSON_ANSWER, fold, neutralise_document_text
-from oprag_pipeline.enrich.offline import AliasMatcher
 from oprag_pipeline.enrich.schema import Sentiment
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
 from oprag_pipeline.generate.context import AnswerContext
 from oprag_pipeline.generate.fidelity import SHARE_TOLERANCE, check_quotes, share_error
+from oprag_pipeline.registry.matching import AliasMatcher
 
 MAX_PROSE_CHARS = 6000
 MAX_QUOTES = 16
@@ -153,7 +153,7 @@ def validate(written: WrittenAnswer, context: AnswerContext) -> tuple[list[State
 def _entity_quoted(text: str, context: AnswerContext) -> str | None:
     """The context's entity a quote names (the first one named), else the question's first entity."""
     entities = [context.registry[d.entity_id] for d in context.entities if d.entity_id in context.registry]
-    mentions = AliasMatcher(entities).find(text) if entities else []
+    mentions = AliasMatcher(entities).mentions(text) if entities else []
     if mentions:
         return mentions[0][0]
     return context.entities[0].entity_id if context.entities else None

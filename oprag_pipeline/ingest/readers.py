@@ -469,7 +469,7 @@ def _text(line: bytes) -> str:
 def _diagnose_json_line(number: int, line: bytes) -> RawRow:
     """The slow path for a line the fast parser refused: say precisely why, or accept what the stdlib accepts."""
     try:
-        text = line.decode("utf-8")
+        text = line.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as error:
         return RawRow(number, None, RowError(REASON_UNDECODABLE, f"invalid UTF-8 at byte {error.start}"), _text(line))
     try:

@@ -229,3 +229,12 @@ def test_random_hostile_folders_lose_nothing(tmp_path: Path, seed: int) -> None:
         assert all(row["balanced"] for row in store.reconcile(conn, "d"))
         conn.execute("SELECT CAST(round(rating) AS INTEGER), CAST(extra AS JSON) FROM raw_documents").fetchall()
         conn.execute("SELECT CAST(author_attributes AS JSON), year(created_at) FROM raw_documents").fetchall()
+
+
+def test_sensor_registers_only_safe_domain_folders(tmp_path: Path) -> None:
+    from oprag_pipeline.ingest.sensors import evaluate_domains
+
+    for name in ("good", "with space", "-dash"):
+        write_lines(tmp_path / "raw" / name / "a.jsonl", [GOOD])
+    to_add, requests, cursor = evaluate_domains(tmp_path / "raw", {}, set())
+    assert to_add == ["good"] and [r.partition_key for r in requests] == ["good"] and list(cursor) == ["good"]

@@ -140,3 +140,16 @@ def test_run_killed_with_sigkill_is_marked_failed_by_the_next_run(data_dir: Path
     assert f"marked run {run_id} failed" in result.output
     with DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
+
+
+def test_status_while_a_run_writes_shows_what_it_can(data_dir: Path, home: Path) -> None:
+    write_lines(data_dir / "raw/shop/a.jsonl", [GOOD])
+    duckdb.connect(str(data_dir / "warehouse.duckdb")).close()
+    holder = hold_lock(data_dir, 60, open_warehouse=True)
+    try:
+        result = CliRunner().invoke(main, ["status"])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 0, result.output
+    assert "busy: a run is writing it" in result.output and "shop:" in result.output

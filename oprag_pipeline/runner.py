@@ -108,9 +108,24 @@ def writer_busy(data_dir: Path) -> str | None:
     return None
 
 
+_HELD: dict[str, int] = {}  # data directories whose writer lock this process holds -> nesting depth
+
+
 @contextmanager
 def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Hold the data directory's writer lock; wait for it (telling `on_wait` once) or raise WriterBusyError."""
+    """Hold the data directory's writer lock; wait for it (telling `on_wait` once) or raise WriterBusyError.
+
+    Re-entrant within a process: the CLI takes it around a run, and the run's data-directory resource takes it
+    again (which is how runs launched by `dagster dev` wait for a CLI run and the other way round).
+    """
+    key = str(data_dir.resolve())
+    if _HELD.get(key):
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
     data_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(data_dir / LOCK_FILE))
     try:
@@ -124,6 +139,7 @@ def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], N
         if on_wait is not None:
             on_wait(f"another oprag run is writing {data_dir} ({holder}); waiting for it to finish (Ctrl-C to stop)")
         lock.acquire()
+    _HELD[key] = 1
     try:
         since = datetime.now(UTC).isoformat(timespec="seconds")
         (data_dir / HOLDER_FILE).write_text(
@@ -131,6 +147,7 @@ def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], N
         )
         yield
     finally:
+        _HELD.pop(key, None)
         (data_dir / HOLDER_FILE).unlink(missing_ok=True)
         lock.release()
 

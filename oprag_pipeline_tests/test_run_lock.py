@@ -153,3 +153,22 @@ def test_status_while_a_run_writes_shows_what_it_can(data_dir: Path, home: Path)
         holder.wait()
     assert result.exit_code == 0, result.output
     assert "busy: a run is writing it" in result.output and "shop:" in result.output
+
+
+def test_a_run_launched_by_dagster_waits_for_the_lock_too(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """Not through the CLI: Dagster's own `materialize`, as `dagster dev` launches runs; the warehouse resource holds
+    the lock for the run, so a scheduled run and a manual one cannot collide."""
+    from oprag_pipeline.ingest.assets import raw_documents
+    from oprag_pipeline_tests.conftest import materialize_domain
+
+    write_lines(data_dir / "raw/shop/a.jsonl", [GOOD])
+    holder = hold_lock(data_dir, 8)
+    try:
+        materialize_domain([raw_documents], data_dir, dagster_instance, "shop")
+    finally:
+        holder.wait()
+    released = float((data_dir / "released").read_text())
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        finished = conn.execute("SELECT epoch(max(finished_at)) FROM ingest_runs").fetchone()[0]
+    assert finished >= released - 1.0
+    assert runner.writer_busy(data_dir) is None  # released when the run ended

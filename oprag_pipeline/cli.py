@@ -2,6 +2,10 @@
 
 Runs go through a persistent Dagster instance (`DAGSTER_HOME`, default `data/dagster_home`), so what the CLI
 materializes appears in the UI's asset catalog and lineage, and the other way round.
+
+Errors a user can fix (a bad setting, a wrong name, a busy or unreachable store) print one line each and exit
+non-zero; no traceback unless `--debug` (or OPRAG_DEBUG=1) asks for one. Settings are checked once, when a command
+starts, before anything is written.
 """
 
 from __future__ import annotations
@@ -10,11 +14,168 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from oprag_pipeline import settings
+
+
+class ConfigProblems(click.ClickException):
+    """Several user-fixable problems at once: one `Error:` line each, exit code 2 (as for a usage error)."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+    def show(self, file=None) -> None:
+        for problem in self.problems:
+            click.echo(f"Error: {problem}", err=True)
+
+
+class OpragGroup(click.Group):
+    """Turns any exception that escapes a subcommand into one line (the traceback only with --debug)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except settings.ConfigError as error:
+            if _debug(ctx):
+                raise
+            raise click.ClickException(str(error)) from None
+        except Exception as error:
+            if _debug(ctx):
+                raise
+            raise click.ClickException(f"{_one_line(error)} (rerun with --debug for the traceback)") from None
+
+
+def _debug(ctx: click.Context) -> bool:
+    return bool((ctx.obj or {}).get("debug")) or os.environ.get("OPRAG_DEBUG", "") == "1"
+
+
+def _one_line(error: BaseException) -> str:
+    """The innermost cause's type and first message line: what went wrong, without the machinery around it."""
+    cause = error
+    while cause.__cause__ is not None or (cause.__context__ is not None and not cause.__suppress_context__):
+        cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+    message = (str(cause).strip().splitlines() or [""])[0][:300]
+    return f"{type(cause).__name__}: {message}" if message else type(cause).__name__
+
+
+def check_configuration(*, pipeline: bool) -> None:
+    """Every problem of the environment at once, or nothing."""
+    problems = settings.configuration_problems(pipeline=pipeline)
+    if problems:
+        raise ConfigProblems(problems)
+
+
+def check_qdrant_reachable() -> None:
+    """With QDRANT_URL set, fail now with the reason if the server does not answer (5 s), not mid-run."""
+    url = os.environ.get("QDRANT_URL", "").strip()
+    if not url:
+        return
+    from qdrant_client import QdrantClient
+
+    from oprag_pipeline.index.vector_store import _redact_url
+
+    try:
+        client = QdrantClient(url=url, api_key=os.environ.get("QDRANT_API_KEY") or None, timeout=5)
+        client.get_collections()
+        client.close()
+    except Exception as error:
+        raise settings.ConfigError(
+            f"cannot reach the Qdrant server at QDRANT_URL={_redact_url(url)} ({_one_line(error)}); start it, "
+            "or unset QDRANT_URL to use the embedded store"
+        ) from None
+
+
+def check_warehouse_readable() -> None:
+    """A warehouse file that is not a DuckDB database is refused by name (a busy one is left to the lock)."""
+    import duckdb
+
+    path = settings.warehouse_path()
+    if not path.exists():
+        return
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.Error as error:
+        if "lock" in str(error).lower():
+            return
+        raise settings.ConfigError(
+            f"warehouse {path} is not a readable DuckDB database ({_one_line(error)}); move it aside to start "
+            f"afresh, or point {settings.WAREHOUSE_ENV} at another file"
+        ) from None
+
+
+def _domain_arguments(names: tuple[str, ...] | list[str]) -> list[str]:
+    """Named domains after checking each name (a `..` or a space never reaches the file system or Dagster)."""
+    problems = []
+    for name in names:
+        try:
+            settings.domain_dir(name)
+        except settings.ConfigError as error:
+            problems.append(str(error))
+    if problems:
+        raise ConfigProblems(problems)
+    return list(names)
+
+
+def _runnable_domains(domains: tuple[str, ...]) -> list[str]:
+    """The domains a run or report acts on: named ones must exist and hold input files; unnamed = all usable."""
+    from oprag_pipeline.ingest.readers import scan_input_files
+
+    named = _domain_arguments(domains)
+    available = settings.list_domains()
+    if named:
+        unknown = sorted(set(named) - set(available))
+        if unknown:
+            raise click.UsageError(f"no input folder for domain(s) {', '.join(unknown)} under {settings.raw_dir()}")
+        chosen = named
+    else:
+        for reason in settings.refused_domain_folders().values():
+            click.echo(f"Warning: {reason}", err=True)
+        chosen = available
+    if not chosen:
+        raise click.UsageError(f"no domains under {settings.raw_dir()}: run `oprag generate-demo` or `oprag import`")
+    usable = []
+    for domain in chosen:
+        inputs, skipped = scan_input_files(settings.domain_dir(domain))
+        if inputs:
+            usable.append(domain)
+            continue
+        message = f"domain {domain!r} has no input files in {settings.domain_dir(domain)}"
+        if skipped:
+            message += f" ({len(skipped)} not read, e.g. {skipped[0].file}: {skipped[0].reason})"
+        if named:
+            raise click.UsageError(message)
+        click.echo(f"Warning: {message}; skipped", err=True)
+    if not usable:
+        raise click.UsageError(f"no domain under {settings.raw_dir()} has input files")
+    return usable
+
+
+@contextmanager
+def _writing(wait: bool):
+    """The data directory's writer lock around a command that writes, and abandoned runs marked failed."""
+    from oprag_pipeline.runner import WriterBusyError, writer_lock
+
+    try:
+        with writer_lock(settings.data_dir(), wait=wait, on_wait=lambda m: click.echo(m, err=True)):
+            yield
+    except WriterBusyError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _fail_abandoned(instance) -> None:
+    from oprag_pipeline.runner import fail_abandoned_runs
+
+    for run_id in fail_abandoned_runs(instance, settings.data_dir()):
+        click.echo(f"marked run {run_id} failed: the process running it is gone", err=True)
 
 
 def _use_data_dir(data_dir: str | None) -> Path:
@@ -34,20 +195,26 @@ def dagster_instance():
         config.write_text(
             "# Written by oprag. One run at a time: the DuckDB warehouse and vector shards admit a single writer.\n"
             "run_queue:\n  max_concurrent_runs: 1\ntelemetry:\n  enabled: false\n"
+            # the daemon marks a run failed when its worker process dies (dagster dev); CLI runs are checked by
+            # oprag itself when the next run starts
+            "run_monitoring:\n  enabled: true\n"
         )
     os.environ["DAGSTER_HOME"] = str(home)
     return DagsterInstance.get()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OpragGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--data-dir",
     envvar=settings.DATA_DIR_ENV,
     type=click.Path(file_okay=False),
     help="Data directory (default: data/ in the checkout; env OPRAG_DATA_DIR).",
 )
-def main(data_dir: str | None) -> None:
+@click.option("--debug", is_flag=True, help="Show the full traceback of an error (also OPRAG_DEBUG=1).")
+@click.pass_context
+def main(ctx: click.Context, data_dir: str | None, debug: bool) -> None:
     """Opinion-aware RAG: ingest, enrich, index and evaluate opinion corpora with Dagster."""
+    ctx.ensure_object(dict)["debug"] = debug
     _use_data_dir(data_dir)
 
 
@@ -91,16 +258,27 @@ def import_command(fmt: str, source: str, domain: str, **columns: str | None) ->
         raise click.UsageError("the table format needs --text-col")
     if fmt != "table" and options:
         raise click.UsageError(f"column options apply to the table format only, not {fmt}")
-    if not domain.replace("_", "").replace("-", "").isalnum():
-        raise click.UsageError(f"domain {domain!r} must be letters, digits, '-' or '_'")
+    from oprag_pipeline.importers import output_path
+
+    _domain_arguments([domain])
+    target = output_path(fmt, Path(source), domain, settings.data_dir())
+    folder_existed, file_existed = target.parent.exists(), target.exists()
     result = run_import(fmt, Path(source), domain, settings.data_dir(), progress=True, **options)
-    for path in result.files_written:
-        click.echo(f"wrote {path}")
-    click.echo(f"{result.documents:,} documents imported into domain {domain!r}")
     if result.skipped:
         click.echo(f"{len(result.skipped):,} source records could not be converted:", err=True)
         for file, number, reason in result.skipped[:20]:
             click.echo(f"  {file}:{number}: {reason}", err=True)
+    if result.documents == 0:
+        # Nothing understood: leave no empty file (or new empty folder) for the pipeline to take for a domain.
+        if not file_existed:
+            target.unlink(missing_ok=True)
+        if not folder_existed and target.parent.exists() and not any(target.parent.iterdir()):
+            target.parent.rmdir()
+        hint = f" (first problem: {result.skipped[0][2]})" if result.skipped else ""
+        raise click.ClickException(f"nothing imported: {source} holds no record of the {fmt} format{hint}")
+    for path in result.files_written:
+        click.echo(f"wrote {path}")
+    click.echo(f"{result.documents:,} documents imported into domain {domain!r}")
 
 
 @main.command("run")
@@ -112,43 +290,49 @@ def import_command(fmt: str, source: str, domain: str, **columns: str | None) ->
     show_default=True,
     help="Dagster asset selection, e.g. 'raw_documents', '*opinions' (with everything upstream), 'opinions*'.",
 )
-def run_command(domains: tuple[str, ...], selection: str) -> None:
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    show_default=True,
+    help="When another run writes the same data directory: wait for it to finish, or refuse at once.",
+)
+@click.pass_context
+def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wait: bool) -> None:
     """Materialize the asset graph (or a selection) for one or all domains, in process."""
+    check_configuration(pipeline=True)
+    chosen = _runnable_domains(domains)
+    check_qdrant_reachable()
+    check_warehouse_readable()
     from tqdm import tqdm
 
-    from oprag_pipeline.runner import materialize_domains
+    from oprag_pipeline.definitions import build_definitions
+    from oprag_pipeline.runner import materialize_domains, resolve_selection
 
-    available = settings.list_domains()
-    chosen = list(domains) or available
-    unknown = sorted(set(chosen) - set(available))
-    if unknown:
-        raise click.UsageError(f"no input folder for domain(s) {', '.join(unknown)} under {settings.raw_dir()}")
-    if not chosen:
-        raise click.UsageError(f"no domains under {settings.raw_dir()}: run `oprag generate-demo` or `oprag import`")
-    from dagster import AssetSelection
-    from dagster._core.definitions.asset_selection import DagsterInvalidAssetSelectionError
-
-    if selection.strip() != "*":
-        try:
-            AssetSelection.from_string(selection)
-        except DagsterInvalidAssetSelectionError as error:
-            raise click.UsageError(
-                f"{error}. Examples: 'raw_documents', '*opinions' (it and everything upstream), "
-                "'key:opinions or key:raw_documents'"
-            ) from error
+    try:
+        resolve_selection(build_definitions(), selection)
+    except ValueError as error:
+        raise click.UsageError(
+            f"{error}. Examples: 'raw_documents', '*opinions' (it and everything upstream), "
+            "'key:opinions or key:raw_documents'"
+        ) from None
     instance = dagster_instance()
     failures = []
-    with tqdm(total=len(chosen), desc="domains", unit="domain", file=sys.stderr) as bar:
-        for outcome in materialize_domains(chosen, selection=selection, instance=instance):
-            bar.update(1)
-            status = "ok" if outcome.success else "FAILED"
-            bar.write(
-                f"{outcome.domain}: {status} ({outcome.steps} steps, {outcome.seconds:.1f} s, run {outcome.run_id})"
-            )
-            if not outcome.success:
-                failures.append(outcome.domain)
+    with _writing(wait):
+        _fail_abandoned(instance)
+        with tqdm(total=len(chosen), desc="domains", unit="domain", file=sys.stderr) as bar:
+            outcomes = materialize_domains(chosen, selection=selection, instance=instance, tracebacks=_debug(ctx))
+            for outcome in outcomes:
+                bar.update(1)
+                status = "ok" if outcome.success else "FAILED"
+                bar.write(
+                    f"{outcome.domain}: {status} ({outcome.steps} steps, {outcome.seconds:.1f} s, run {outcome.run_id})"
+                )
+                for failure in outcome.failures:
+                    bar.write(f"  {outcome.domain}: {failure}")
+                if not outcome.success:
+                    failures.append(outcome.domain)
     if failures:
-        raise click.ClickException(f"run failed for {', '.join(failures)}; see the logs above or the Dagster UI")
+        raise click.ClickException(f"run failed for {', '.join(failures)}; see the lines above or the Dagster UI")
 
 
 @main.command("query")
@@ -195,15 +379,34 @@ def query_command(
     window_months: int,
 ) -> None:
     """Search a domain's knowledge base and compare the retrieved opinions with the corpus."""
+    check_configuration(pipeline=False)
+    _domain_arguments([domain])
+    check_qdrant_reachable()
+    check_warehouse_readable()
+    import duckdb
+
     from oprag_pipeline.analysis.query import profile_builder, timeline_footer
     from oprag_pipeline.index.query import run_query
     from oprag_pipeline.index.vector_store import CollectionNotFoundError, open_vector_store
     from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.runner import writer_busy
 
     warehouse = settings.warehouse_path()
     if not warehouse.exists():
         raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run` first")
-    store = open_vector_store(settings.data_dir())
+
+    def busy(error: BaseException) -> click.ClickException:
+        holder = writer_busy(settings.data_dir())
+        who = f"an oprag run ({holder})" if holder else "another process (e.g. `dagster dev` running a job)"
+        return click.ClickException(
+            f"the index of {domain!r} is busy: {who} is writing it ({_one_line(error)}); retry when that run has "
+            "finished (`oprag status` shows when the last one did)"
+        )
+
+    try:
+        store = open_vector_store(settings.data_dir())
+    except RuntimeError as error:
+        raise busy(error) from None
     try:
         output = run_query(
             warehouse=warehouse,
@@ -219,9 +422,17 @@ def query_command(
             footer=timeline_footer(domain, window_months),
         )
     except CollectionNotFoundError as error:
-        raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from error
+        raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from None
     except ValueError as error:
-        raise click.UsageError(str(error)) from error
+        raise click.UsageError(str(error)) from None
+    except duckdb.IOException as error:
+        if "lock" not in str(error).lower():
+            raise
+        raise busy(error) from None
+    except RuntimeError as error:
+        if "another process" not in str(error):
+            raise
+        raise busy(error) from None
     finally:
         store.close()
     click.echo(output)
@@ -256,6 +467,10 @@ def query_command(
 def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, writer: str, as_json: bool) -> None:
     """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
     from oprag_pipeline.enrich.llm import MissingCredentialsError
+    check_configuration(pipeline=False)
+    _domain_arguments([domain])
+    check_qdrant_reachable()
+    check_warehouse_readable()
     from oprag_pipeline.generate.api import ask
     from oprag_pipeline.index.vector_store import CollectionNotFoundError
 
@@ -287,6 +502,8 @@ def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, w
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port.")
 def serve_command(host: str, port: int) -> None:
     """A local web page to ask a domain a question: both answers side by side, distribution chart, quotes by side."""
+    check_configuration(pipeline=False)
+    check_warehouse_readable()
     from oprag_pipeline.generate.web import serve
 
     if not settings.warehouse_path().exists():
@@ -302,22 +519,35 @@ def serve_command(host: str, port: int) -> None:
     default=False,
     help="Re-materialize the evaluation first (default: only when it has never run for the domain).",
 )
-def report_command(domains: tuple[str, ...], refresh: bool) -> None:
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for a run writing the data directory.")
+@click.pass_context
+def report_command(ctx: click.Context, domains: tuple[str, ...], refresh: bool, wait: bool) -> None:
     """Write data/reports/<domain>/ (metrics.json, report.md, report.html, PNG plots) and print the summary."""
+    check_configuration(pipeline=True)
+    chosen = _runnable_domains(domains)
+    check_qdrant_reachable()
+    check_warehouse_readable()
+    with _writing(wait):
+        _report(chosen, refresh, tracebacks=_debug(ctx))
+
+
+def _report(chosen: list[str], refresh: bool, *, tracebacks: bool) -> None:
     import duckdb
 
     from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, write_report
     from oprag_pipeline.runner import materialize_domains
 
-    chosen = list(domains) or settings.list_domains()
-    if not chosen:
-        raise click.UsageError(f"no domains under {settings.raw_dir()}: run `oprag generate-demo` or `oprag import`")
     warehouse = settings.warehouse_path()
     instance = dagster_instance()
+    _fail_abandoned(instance)
     for domain in chosen:
         if refresh or not _evaluated(instance, domain):
             click.echo(f"{domain}: materializing the pipeline up to the report (cached stages are skipped)", err=True)
-            outcome = next(materialize_domains([domain], selection="*evaluation_report", instance=instance))
+            outcome = next(
+                materialize_domains([domain], selection="*evaluation_report", instance=instance, tracebacks=tracebacks)
+            )
+            for failure in outcome.failures:
+                click.echo(f"  {domain}: {failure}", err=True)
             if not outcome.success:
                 raise click.ClickException(f"{domain}: the evaluation run failed (run {outcome.run_id})")
         with duckdb.connect(str(warehouse)) as conn:
@@ -351,6 +581,7 @@ def status_command(as_json: bool) -> None:
     """What is materialized, with row and quarantine counts per domain."""
     from oprag_pipeline.status import collect_status, render_status
 
+    check_configuration(pipeline=False)
     report = collect_status(instance=dagster_instance())
     click.echo(json.dumps(report, indent=2, default=str) if as_json else render_status(report))
 

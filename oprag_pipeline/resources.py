@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
 from dagster.components.lib.sql_component.sql_client import SQLClient
 from dagster_duckdb import DuckDBResource
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from oprag_pipeline import settings
 from oprag_pipeline.index.vector_store import VectorStoreResource  # the Qdrant resource, next to its adapters
@@ -41,6 +42,23 @@ class DataDirResource(ConfigurableResource):
 class WarehouseResource(DuckDBResource, SQLClient):
     """Dagster's own DuckDB resource (it retries while another process holds the file lock), also usable as the
     SQL client of Dagster's templated-SQL components, so the SQL models in `dbt_like_sql/` run through it."""
+
+    _writer: Any = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Every run that touches the warehouse (nearly every asset) holds the writer lock of the folder holding it
+        (the data directory, by default; see `runner.writer_lock`), so a run launched by `dagster dev` and one from
+        the CLI wait for each other instead of colliding on the warehouse and the vector shards."""
+        from oprag_pipeline.runner import writer_lock
+
+        log = context.log.info if context.log is not None else None
+        self._writer = writer_lock(Path(self.database).parent, wait=True, on_wait=log)
+        self._writer.__enter__()
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._writer is not None:
+            self._writer.__exit__(None, None, None)
+            self._writer = None
 
     def connect_and_execute(self, sql: str) -> None:
         with self.get_connection() as conn:

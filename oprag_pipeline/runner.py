@@ -2,20 +2,46 @@
 
 This is Dagster's own job execution (`execute_in_process`) on the same definitions the UI loads, against a
 persistent instance, so every run is recorded and visible in the UI afterwards.
+
+One writer at a time, by design: the DuckDB warehouse and the embedded vector shards each admit a single writing
+process, so a run holds an exclusive file lock on the data directory (`<data>/.oprag-run.lock`, an OS lock that
+dies with its process, so a killed run never leaves it stuck). A second run waits for it, or refuses, and says who
+holds it; a query probes it to tell "busy" from "broken". Runs recorded as started by a process that no longer
+exists (killed with SIGKILL, a power cut) are marked failed when the next run takes the lock.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import socket
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
-from dagster import AssetSelection, DagsterEventType, DagsterInstance
+from dagster import AssetSelection, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter, logger
+from dagster import Field as DagsterField
+from filelock import FileLock, Timeout
 
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 
 JOB_NAME = "domain_refresh_job"
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+LOCK_FILE = ".oprag-run.lock"
+HOLDER_FILE = ".oprag-run.holder.json"  # who holds the lock, for the message a waiting process prints
+TAG_DATA_DIR = "oprag/data_dir"
+TAG_PID = "oprag/pid"
+TAG_HOST = "oprag/host"
+UNFINISHED = [DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+
+
+class WriterBusyError(RuntimeError):
+    """Another process is writing this data directory and the caller chose not to wait."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +51,136 @@ class DomainOutcome:
     run_id: str
     steps: int
     seconds: float
+    failures: tuple[str, ...] = ()  # "step: message", one per failed step, for a one-line report
+
+
+class _OneLineErrors(logging.Filter):
+    """Dagster's console log carries the stack trace of every failed step; the CLI shows the error line only
+    (`--debug` keeps Dagster's own logger). Steps skipped because an upstream one failed say nothing new."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "Not executing." in message and "Dependencies for step" in message:
+            return False
+        if "\n" in message:
+            head = message.split("\nStack Trace:")[0]
+            record.msg = " ".join(part.strip() for part in head.splitlines() if part.strip())
+            record.args = ()
+        return True
+
+
+@logger(
+    config_schema={
+        "log_level": DagsterField(str, is_required=False, default_value="INFO"),
+        "name": DagsterField(str, is_required=False, default_value="dagster"),
+    },
+    description="Console logger of the CLI: one line per event, errors without their stack trace.",
+)
+def one_line_console_logger(init_context) -> logging.Logger:
+    config = init_context.logger_config
+    log = logging.Logger(config["name"], level=config["log_level"].upper())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s - %(levelname)s - %(message)s"))
+    handler.addFilter(_OneLineErrors())
+    log.addHandler(handler)
+    return log
+
+
+def _holder(data_dir: Path) -> str:
+    try:
+        info = json.loads((data_dir / HOLDER_FILE).read_text())
+        return f"pid {info['pid']} on {info['host']}, since {info['since']}"
+    except (OSError, ValueError, KeyError):
+        return "holder unknown"
+
+
+def writer_busy(data_dir: Path) -> str | None:
+    """Who is writing `data_dir` right now (a description), or None when nobody is; takes no lasting lock."""
+    lock_path = data_dir / LOCK_FILE
+    if not lock_path.exists():
+        return None
+    lock = FileLock(str(lock_path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return _holder(data_dir)
+    lock.release()
+    return None
+
+
+_HELD: dict[str, int] = {}  # data directories whose writer lock this process holds -> nesting depth
+
+
+@contextmanager
+def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the data directory's writer lock; wait for it (telling `on_wait` once) or raise WriterBusyError.
+
+    Re-entrant within a process: the CLI takes it around a run, and the run's data-directory resource takes it
+    again (which is how runs launched by `dagster dev` wait for a CLI run and the other way round).
+    """
+    key = str(data_dir.resolve())
+    if _HELD.get(key):
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    data_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(data_dir / LOCK_FILE))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        holder = _holder(data_dir)
+        if not wait:
+            raise WriterBusyError(
+                f"another oprag run is writing {data_dir} ({holder}); try again when it has finished"
+            ) from None
+        if on_wait is not None:
+            on_wait(f"another oprag run is writing {data_dir} ({holder}); waiting for it to finish (Ctrl-C to stop)")
+        lock.acquire()
+    _HELD[key] = 1
+    try:
+        since = datetime.now(UTC).isoformat(timespec="seconds")
+        (data_dir / HOLDER_FILE).write_text(
+            json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since})
+        )
+        yield
+    finally:
+        _HELD.pop(key, None)
+        (data_dir / HOLDER_FILE).unlink(missing_ok=True)
+        lock.release()
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def fail_abandoned_runs(instance: DagsterInstance, data_dir: Path) -> list[str]:
+    """Mark failed the runs of this data directory left unfinished by a process that died; their ids.
+
+    Called while holding the writer lock, so no live oprag run of this directory can be among them; the pid check
+    is a second guard (a run started on another host, sharing the instance, is left alone).
+    """
+    runs = instance.get_runs(filters=RunsFilter(statuses=UNFINISHED, tags={TAG_DATA_DIR: str(data_dir)}))
+    host = socket.gethostname()
+    failed = []
+    for run in runs:
+        pid_text, run_host = run.tags.get(TAG_PID, ""), run.tags.get(TAG_HOST, "")
+        if run_host != host or not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid == os.getpid() or _process_alive(pid):
+            continue
+        instance.report_run_failed(run, message=f"process {pid} that ran it is gone (killed?); marked failed by oprag")
+        failed.append(run.run_id)
+    return failed
 
 
 def register_domains(instance: DagsterInstance, domains: Sequence[str]) -> None:
@@ -34,20 +190,58 @@ def register_domains(instance: DagsterInstance, domains: Sequence[str]) -> None:
         instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, missing)
 
 
+def resolve_selection(defs, selection: str) -> list:
+    """Asset keys a selection string names; ValueError (listing the assets) when it is invalid or names none."""
+    names = sorted(key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys())
+    try:
+        chosen = AssetSelection.all() if selection.strip() == "*" else AssetSelection.from_string(selection)
+        asset_keys = sorted(chosen.resolve(defs.resolve_asset_graph()))
+    except Exception as error:  # Dagster raises several error types for a bad selection string
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = first.split(". ")[0][:200]  # Dagster's messages go on with advice that does not fit one line
+        raise ValueError(f"asset selection {selection!r} is invalid ({first}); assets: {', '.join(names)}") from None
+    if not asset_keys:
+        raise ValueError(f"asset selection {selection!r} matches no asset; assets: {', '.join(names)}")
+    return asset_keys
+
+
+def _step_failures(result) -> tuple[str, ...]:
+    failures = []
+    for event in result.all_events:
+        if event.event_type == DagsterEventType.STEP_FAILURE:
+            data = event.step_failure_data
+            error = data.user_failure_data.description if data and data.user_failure_data else None
+            if not error and data and data.error:
+                cause = data.error.cause or data.error
+                error = f"{cause.cls_name}: {cause.message.strip()}" if cause.cls_name else cause.message.strip()
+            failures.append(f"{event.step_key}: {(error or 'failed').splitlines()[0][:500]}")
+    return tuple(failures)
+
+
 def materialize_domains(
-    domains: Sequence[str], *, selection: str = "*", instance: DagsterInstance
+    domains: Sequence[str],
+    *,
+    selection: str = "*",
+    instance: DagsterInstance,
+    data_dir: Path | None = None,
+    tracebacks: bool = True,
 ) -> Iterator[DomainOutcome]:
-    """Run the selected assets for each domain in turn, yielding as each domain finishes."""
+    """Run the selected assets for each domain in turn, yielding as each domain finishes.
+
+    The caller holds the writer lock (see `writer_lock`); runs are tagged with this process and data directory so
+    that a later run can tell an abandoned run from a live one. `tracebacks=False` logs failed steps as one line.
+    """
+    from oprag_pipeline import settings
     from oprag_pipeline.definitions import build_definitions
 
     defs = build_definitions()
-
+    root = data_dir or settings.data_dir()
+    asset_keys = resolve_selection(defs, selection)
     register_domains(instance, domains)
     job = defs.resolve_job_def(JOB_NAME)
-    chosen = AssetSelection.all() if selection.strip() == "*" else AssetSelection.from_string(selection)
-    asset_keys = sorted(chosen.resolve(defs.resolve_asset_graph()))
-    if not asset_keys:
-        raise ValueError(f"asset selection {selection!r} matches no asset")
+    if not tracebacks:
+        job = job.with_logger_defs({"console": one_line_console_logger})
+    tags = {"oprag/trigger": "cli", TAG_DATA_DIR: str(root), TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
     for domain in domains:
         started = time.perf_counter()
         result = job.execute_in_process(
@@ -56,7 +250,9 @@ def materialize_domains(
             asset_selection=asset_keys,
             run_config=QUIET_LOGS,
             raise_on_error=False,
-            tags={"oprag/trigger": "cli"},
+            tags=tags,
         )
         steps = sum(1 for e in result.all_events if e.event_type == DagsterEventType.STEP_SUCCESS)
-        yield DomainOutcome(domain, result.success, result.run_id, steps, time.perf_counter() - started)
+        yield DomainOutcome(
+            domain, result.success, result.run_id, steps, time.perf_counter() - started, _step_failures(result)
+        )

@@ -36,17 +36,31 @@ def collect_status(instance: DagsterInstance) -> dict[str, Any]:
     warehouse = settings.warehouse_path()
     counts: dict[str, dict[str, int]] = {}
     reasons: dict[str, dict[str, int]] = {}
+    warehouse_note = None
     if warehouse.exists():
-        with duckdb.connect(str(warehouse), read_only=True) as conn:
-            counts = _table_counts(conn)
-            if "quarantined_rows" in {r[0] for r in conn.execute("SHOW TABLES").fetchall()}:
-                for domain, reason, n in conn.execute(
-                    "SELECT domain, reason, count(*) FROM quarantined_rows GROUP BY ALL ORDER BY ALL"
-                ).fetchall():
-                    reasons.setdefault(domain, {})[reason] = int(n)
+        try:
+            conn = duckdb.connect(str(warehouse), read_only=True)
+        except duckdb.Error as error:
+            if "lock" not in str(error).lower():
+                raise settings.ConfigError(
+                    f"warehouse {warehouse} is not a readable DuckDB database ({str(error).splitlines()[0]}); move "
+                    f"it aside to start afresh, or point {settings.WAREHOUSE_ENV} at another file"
+                ) from None
+            # a run is writing it: the Dagster side of the status is still worth showing
+            warehouse_note = "busy: a run is writing it, row counts are shown once it has finished"
+        else:
+            with conn:
+                counts = _table_counts(conn)
+                if "quarantined_rows" in {r[0] for r in conn.execute("SHOW TABLES").fetchall()}:
+                    for domain, reason, n in conn.execute(
+                        "SELECT domain, reason, count(*) FROM quarantined_rows GROUP BY ALL ORDER BY ALL"
+                    ).fetchall():
+                        reasons.setdefault(domain, {})[reason] = int(n)
     return {
         "data_dir": str(settings.data_dir()),
         "warehouse": str(warehouse),
+        "warehouse_note": warehouse_note,
+        "refused_domain_folders": settings.refused_domain_folders(),
         "assets": [k.to_user_string() for k in asset_keys],
         "domains": {
             d: {
@@ -61,6 +75,10 @@ def collect_status(instance: DagsterInstance) -> dict[str, Any]:
 
 def render_status(report: dict[str, Any]) -> str:
     lines = [f"data: {report['data_dir']}", f"warehouse: {report['warehouse']}"]
+    if report.get("warehouse_note"):
+        lines.append(f"  ({report['warehouse_note']})")
+    for reason in report.get("refused_domain_folders", {}).values():
+        lines.append(f"not a domain: {reason}")
     if not report["domains"]:
         lines.append("no domains yet: run `oprag generate-demo` or `oprag import`, then `oprag run`")
     total_assets = len(report["assets"])

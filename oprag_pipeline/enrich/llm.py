@@ -651,10 +651,13 @@ class _LLMExtractor:
                     failure_reason=redact(f"unexpected {type(exc).__name__}: {exc}")[:MAX_REASON_CHARS],
                 )
 
+        # The first document goes alone: a wrong key or model then costs one request, not one per worker (the
+        # pool would have `max_concurrency` requests in flight before the first 401 came back).
+        outcomes = [work(documents[0])]
         with ThreadPoolExecutor(
-            max_workers=min(self.max_concurrency, len(documents)), thread_name_prefix="oprag-llm"
+            max_workers=min(self.max_concurrency, max(1, len(documents) - 1)), thread_name_prefix="oprag-llm"
         ) as pool:
-            outcomes = list(pool.map(work, documents))
+            outcomes += list(pool.map(work, documents[1:]))
         failed = sum(o.failed for o in outcomes)
         logger.info(
             "%s extractor (%s): %d documents, %d failed, %d input / %d output tokens, ~$%.4f, %.1fs",
@@ -721,6 +724,8 @@ class _LLMExtractor:
             if abort is not None and abort.is_set():  # an earlier 401/403/404 means this request would fail too
                 return None, Diagnosis("fail", f"not attempted: {abort_reason[0] if abort_reason else 'aborted'}")
             self._wait_for_pause()
+            if abort is not None and abort.is_set():  # the abort may have come while this worker was paused
+                return None, Diagnosis("fail", f"not attempted: {abort_reason[0] if abort_reason else 'aborted'}")
             try:
                 answer = self._create(system, user, self._hooks(usage), self._validation_retrying(), response_model)
                 return answer, diagnosis

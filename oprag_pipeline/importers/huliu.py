@@ -131,6 +131,11 @@ def convert_file(path: Path, ctx: ImportContext) -> Rows:
     product = logical_stem(path)
     product_slug = slug(product)
     text = decode_bytes(read_bytes(path))
+    if "##" not in text and "[t]" not in text:
+        # Every line of a Hu & Liu file carries one of the two markers; without any, this is some other file
+        # (notes, JSON) whose lines would each become a sentence of one made-up review.
+        ctx.skip(name, None, "not a Hu & Liu review file: no line holds '##' or '[t]'")
+        return
     n = 0
     for item in _parse_file(text):
         if isinstance(item, tuple):

@@ -8,6 +8,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     Config,
+    Failure,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -21,9 +22,19 @@ from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import DataDirResource
 
 
+def _default_max_text_chars() -> int:
+    """The environment's limit, or the built-in one when it is invalid: definitions must still load (for the UI);
+    the CLI refuses the bad value before any run with a one-line message."""
+    try:
+        return settings.max_text_chars()
+    except settings.ConfigError:
+        return settings.DEFAULT_MAX_TEXT_CHARS
+
+
 class RawDocumentsConfig(Config):
     max_text_chars: int = Field(
-        default=settings.max_text_chars(),
+        default=_default_max_text_chars(),
+        ge=1,
         description="Texts longer than this many characters are quarantined (reason text_too_long).",
     )
 
@@ -52,9 +63,22 @@ def raw_documents(
     warehouse: DuckDBResource,
 ):
     domain = context.partition_key
-    domain_dir = paths.domain_dir(domain)
+    try:
+        domain_dir = settings.domain_dir(domain, paths.root)
+    except settings.ConfigError as error:
+        raise Failure(description=str(error), allow_retries=False) from None
     if not domain_dir.is_dir():
-        raise FileNotFoundError(f"domain {domain!r}: input folder {domain_dir} does not exist")
+        raise Failure(description=f"domain {domain!r}: input folder {domain_dir} does not exist", allow_retries=False)
+    inputs, skipped = readers.scan_input_files(domain_dir)
+    for item in skipped:
+        context.log.warning(f"{domain}/{item.file}: not read: {item.reason}")
+    if not inputs:
+        raise Failure(
+            description=f"domain {domain!r} has no input files in {domain_dir} "
+            f"({len(skipped)} other files, not read); inputs are {', '.join(readers.SUPPORTED_SUFFIXES)}",
+            metadata={"skipped_files": MetadataValue.json({s.file: s.reason for s in skipped})},
+            allow_retries=False,
+        )
     started = time.perf_counter()
     with warehouse.get_connection() as conn:
         store.ensure_tables(conn)
@@ -72,6 +96,19 @@ def raw_documents(
             on_batch=lambda batch: store.stage_batch(conn, batch),
             on_file=on_file,
         )
+        if result.accepted == 0:
+            # Replacing a good ingest with nothing would empty every later stage; say why instead.
+            conn.execute(f"DROP TABLE IF EXISTS {store.STAGING}")
+            counts: dict[str, int] = {}
+            for row in result.quarantined:
+                counts[row.reason] = counts.get(row.reason, 0) + 1
+            first = result.quarantined[0] if result.quarantined else None
+            example = f"; first: {first.file} row {first.row_number}: {first.detail}" if first else ""
+            raise Failure(
+                description=f"domain {domain!r}: no document accepted from {result.rows_read:,} rows in "
+                f"{len(result.files)} files (quarantined: {counts or 'none'}){example}; the previous ingest is kept",
+                allow_retries=False,
+            )
         summary = store.commit_domain(conn, domain, result, run_id=context.run_id)
         balance = store.reconcile(conn, domain)
         reasons = dict(
@@ -99,6 +136,7 @@ def raw_documents(
             "unchanged": summary.unchanged,
             "removed": summary.removed,
             "quarantine_reasons": MetadataValue.json(reasons),
+            "skipped_files": MetadataValue.json({item.file: item.reason for item in result.skipped_files}),
             "docs_per_second": round(result.rows_read / elapsed, 1) if elapsed else 0.0,
             "table": "raw_documents",
         }

@@ -96,6 +96,8 @@ def domain_files_sensor(context: SensorEvaluationContext):
     if not raw_root.is_dir():
         return SkipReason(f"{raw_root} does not exist yet")
     cursor = json.loads(context.cursor) if context.cursor else {}
+    for reason in settings.refused_domain_folders(raw_root.parent).values():
+        context.log.warning(f"not a domain: {reason}")  # refused here, before it becomes a partition
     known = set(context.instance.get_dynamic_partitions(DOMAIN_PARTITIONS_NAME))
     to_add, requests, new_cursor = evaluate_domains(raw_root, cursor, known)
     return SensorResult(

@@ -21,6 +21,7 @@ from oprag_pipeline.resources import ExtractorResource
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents", "entity_registry"],
     description="One row per (document, entity) opinion: sentiment, intensity, impact, emotions, evidence type and "
     "σ-scale score. Extraction is cached by (content hash, registry version, extractor, version), committed per "
@@ -98,6 +99,7 @@ def opinions(
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents"],
     description="Author attributes per document (metadata, derived from the corpus, or inferred and marked so), "
     "used only in aggregate for demographic coverage.",
@@ -145,6 +147,7 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["opinions"],
     description="Per entity: mentions, sentiment counts, sentiment entropy H(e) in bits, mean and spread of the "
     "σ-scale score — the basis for choosing entities with genuine disagreement.",
@@ -208,6 +211,7 @@ ORDER BY o.doc_id, o.entity_id
 @multi_asset(
     partitions_def=domain_partitions,
     group_name="enrich",
+    pool="warehouse",
     specs=[
         AssetSpec(
             "enriched_entity_docs",

@@ -124,6 +124,7 @@ def _distributions(rows) -> dict[str, ScoreDistribution]:
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["entity_opinion_stats", "entity_registry"],
     description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions; the most mentioned first), "
     "each with a comparison partner from the same branch of the taxonomy.",
@@ -194,6 +195,7 @@ class EvaluationQuestionsConfig(Config):
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["evaluation_entities"],
     description="Questions of five types per entity (experience, impact, emotional, comparison, suggestion), "
     "generated offline from varied templates and the entity's aliases; stable ids, deterministic.",
@@ -274,6 +276,7 @@ def evaluation_questions(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
+    pool="warehouse",
     deps=["evaluation_questions", "raw_kb", "entity_split_kb", "enriched_kb"],
     description="Every question × knowledge base (raw, entity_split, enriched) × mode (semantic, hybrid; and "
     "opinion-balanced on the enriched KB) × k (10, 20, 40, 60), one real query each; one row per hit.",
@@ -328,6 +331,7 @@ def retrieval_runs(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents", "entity_registry"],
     description="Gold labels carried by the input (importers' `gold_opinions`, TripAdvisor aspect stars, the demo's "
     "planted labels) mapped onto registry entities, on the σ-scale. Empty for domains without gold.",
@@ -378,6 +382,7 @@ def gold_opinions(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["stg_hit_opinions", "author_attributes", "gold_opinions", "evaluation_questions"],
     description="Per question × KB × mode × k: entity match, σ and impact spread, distinct emotions, W1 to the "
     "corpus (and to gold where present), demographic coverage overall and among entity-matched hits — computed by "
@@ -459,6 +464,7 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["stg_question_metrics"],
     description="Paired Wilcoxon signed-rank tests over questions for every metric, mode and k (enriched vs raw, "
     "entity-split vs raw, enriched vs entity-split), with bootstrap 95% CIs and the relative change.",
@@ -502,6 +508,7 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=[
         "mart_coverage_k20",
         "mart_w1_by_category",

@@ -69,6 +69,7 @@ class RawKbConfig(Config):
     partitions_def=domain_partitions,
     group_name="index",
     kinds={"qdrant", "duckdb"},
+    pool="warehouse",
     deps=["raw_documents"],
     check_specs=[_count_check("raw", "raw_chunks")],
     description="Plain RAG baseline: the source documents as fixed-size token chunks with overlap, no opinion "
@@ -224,6 +225,7 @@ def _index_entity_docs(context, warehouse, embedder, vector_store, *, kb: str):
     partitions_def=domain_partitions,
     group_name="index",
     kinds={"qdrant"},
+    pool="warehouse",
     deps=["enriched_entity_docs"],
     check_specs=[_count_check("enriched", "enriched_entity_docs")],
     description="O-RAG: one point per (document, entity), its text embedded with the opinion metadata in words, "
@@ -242,6 +244,7 @@ def enriched_kb(
     partitions_def=domain_partitions,
     group_name="index",
     kinds={"qdrant"},
+    pool="warehouse",
     deps=["entity_split_docs"],
     check_specs=[_count_check("entity_split", "entity_split_docs")],
     description="Ablation: the same per-entity split as the enriched KB, embedded without opinion metadata.",

@@ -32,6 +32,7 @@ class RawDocumentsConfig(Config):
     partitions_def=domain_partitions,
     group_name="ingest",
     kinds={"duckdb"},
+    pool="warehouse",
     check_specs=[
         AssetCheckSpec(
             "rows_reconcile",

@@ -50,6 +50,7 @@ class SampleConfig(Config):
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents"],
     description="A stratified sample (by entity_scope and rounded rating) of the domain's documents, used to "
     "discover the entities people talk about.",
@@ -81,6 +82,7 @@ class CandidateConfig(Config):
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["extraction_sample"],
     description="Opinion-target candidates mined from the sample: determiner- or copula-anchored phrases that "
     "several documents mention, with the surface forms seen; with an LLM extractor, the targets the LLM extracted "
@@ -162,6 +164,7 @@ def load_overrides(directory: Path, domain: str) -> tuple[dict, str | None]:
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["entity_candidates"],
     description="The entity registry: candidates clustered by embedding and string similarity into entities with "
     "aliases under a 3-tier taxonomy. Ids are stable across runs; overrides are optional.",

@@ -16,6 +16,7 @@ from oprag_pipeline.evaluate.assets import (
 from oprag_pipeline.evaluate.sql_models import build_sql_assets
 from oprag_pipeline.index.assets import enriched_kb, entity_split_kb, raw_kb
 from oprag_pipeline.ingest.assets import raw_documents
+from oprag_pipeline.ingest.checks import rows_reconcile
 from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job, nightly_reindex_schedule
 from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
 from oprag_pipeline.resources import build_resources, warehouse_resource
@@ -43,11 +44,15 @@ ALL_ASSETS = [
     evaluation_report,
 ]
 
+# Checks defined apart from their assets read the warehouse, so the UI can execute one for a partition on its own.
+ALL_CHECKS = [rows_reconcile]
+
 
 def build_definitions() -> Definitions:
     """Built on demand so resources pick up the environment of the moment (the CLI's --data-dir, tests)."""
     return Definitions(
         assets=ALL_ASSETS,
+        asset_checks=ALL_CHECKS,
         jobs=[domain_refresh_job],
         sensors=[domain_files_sensor],
         schedules=[nightly_reindex_schedule],

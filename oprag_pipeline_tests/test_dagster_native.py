@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import duckdb
 import pytest
+from dagster import AssetCheckKey, DagsterInstance, materialize
 
 from oprag_pipeline.cli import dagster_instance
 from oprag_pipeline.definitions import build_definitions
+from oprag_pipeline.ingest.assets import raw_documents
+from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
+from oprag_pipeline.resources import build_resources
+from oprag_pipeline_tests.conftest import write_lines
 
 
 def test_cli_instance_uses_current_concurrency_settings(
@@ -33,3 +40,43 @@ def test_every_asset_is_in_the_warehouse_pool(data_dir: Path) -> None:
     graph = build_definitions().resolve_asset_graph()
     outside = sorted(k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools != {"warehouse"})
     assert outside == []
+
+
+def check_only(instance: DagsterInstance, domain: str):
+    """What the UI's "Execute" on a check launches: the domain job cut down to that check, for one partition."""
+    job = build_definitions().resolve_job_def("domain_refresh_job")
+    check = AssetCheckKey(raw_documents.key, "rows_reconcile")
+    subset = job.get_subset(asset_selection=set(), asset_check_selection={check})
+    return subset.execute_in_process(instance=instance, partition_key=domain, raise_on_error=False)
+
+
+def test_rows_reconcile_runs_on_its_own_for_one_partition(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """The check is recorded against the domain it checked, and runs without re-materializing the asset."""
+    write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": "h1", "text": "The lift was slow."})])
+    write_lines(data_dir / "raw/forum/b.jsonl", [json.dumps({"doc_id": "f1", "text": "Shipping was quick."}), "{"])
+    dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels", "forum"])
+    resources = build_resources(data_dir=data_dir)
+    for domain in ("hotels", "forum"):
+        assert materialize(
+            [raw_documents], partition_key=domain, instance=dagster_instance, resources=resources
+        ).success
+
+    result = check_only(dagster_instance, "forum")
+    assert result.success
+    assert result.asset_materializations_for_node("raw_documents") == []
+    [evaluation] = result.get_asset_check_evaluations()
+    assert (evaluation.check_name, evaluation.passed, evaluation.partition) == ("rows_reconcile", True, "forum")
+    assert evaluation.metadata["files"].value == 1
+
+
+def test_rows_reconcile_fails_when_rows_go_missing(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """A row deleted behind the pipeline's back makes the check fail for that domain only."""
+    write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": f"h{i}", "text": "Fine."}) for i in range(3)])
+    dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels"])
+    resources = build_resources(data_dir=data_dir)
+    assert materialize([raw_documents], partition_key="hotels", instance=dagster_instance, resources=resources).success
+    with duckdb.connect(str(data_dir / "warehouse.duckdb")) as conn:
+        conn.execute("DELETE FROM raw_documents WHERE doc_id = 'h1'")
+    result = check_only(dagster_instance, "hotels")
+    [evaluation] = result.get_asset_check_evaluations()
+    assert (evaluation.passed, evaluation.partition) == (False, "hotels")

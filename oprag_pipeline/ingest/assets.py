@@ -3,9 +3,6 @@
 import time
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetCheckSpec,
     AssetExecutionContext,
     Config,
     MaterializeResult,
@@ -33,13 +30,6 @@ class RawDocumentsConfig(Config):
     group_name="ingest",
     kinds={"duckdb"},
     pool="warehouse",
-    check_specs=[
-        AssetCheckSpec(
-            "rows_reconcile",
-            asset="raw_documents",
-            description="Per file: rows read = accepted + quarantined + exact duplicates.",
-        )
-    ],
     description=(
         "Input documents of one domain (data/raw/<domain>/: JSONL, CSV, Parquet, gzip), normalised to the "
         "input contract with a content hash. Bad rows go to `quarantined_rows`; what changed since the "
@@ -74,7 +64,6 @@ def raw_documents(
             on_file=on_file,
         )
         summary = store.commit_domain(conn, domain, result, run_id=context.run_id)
-        balance = store.reconcile(conn, domain)
         reasons = dict(
             conn.execute(
                 "SELECT reason, count(*) FROM quarantined_rows WHERE domain = ? GROUP BY reason ORDER BY reason",
@@ -86,7 +75,6 @@ def raw_documents(
         context.log.warning(f"quarantined {domain}/{row.file} row {row.row_number}: {row.reason}: {row.detail}")
     if len(result.quarantined) > 20:
         context.log.warning(f"... and {len(result.quarantined) - 20:,} more rows in quarantined_rows")
-    unbalanced = [row for row in balance if not row["balanced"]]
     yield MaterializeResult(
         metadata={
             "ingest_id": summary.ingest_id,
@@ -103,10 +91,4 @@ def raw_documents(
             "docs_per_second": round(result.rows_read / elapsed, 1) if elapsed else 0.0,
             "table": "raw_documents",
         }
-    )
-    yield AssetCheckResult(
-        check_name="rows_reconcile",
-        passed=not unbalanced,
-        severity=AssetCheckSeverity.ERROR,
-        metadata={"files": len(balance), "unbalanced_files": MetadataValue.json(unbalanced)},
     )

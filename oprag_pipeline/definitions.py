@@ -3,6 +3,7 @@
 from dagster import Definitions, in_process_executor
 
 from oprag_pipeline import settings
+from oprag_pipeline.asset_metadata import standard_assets
 from oprag_pipeline.enrich.assets import author_attributes, enriched_entity_docs, entity_opinion_stats, opinions
 from oprag_pipeline.evaluate.assets import (
     evaluation_entities,
@@ -51,7 +52,7 @@ ALL_CHECKS = [rows_reconcile]
 def build_definitions() -> Definitions:
     """Built on demand so resources pick up the environment of the moment (the CLI's --data-dir, tests)."""
     return Definitions(
-        assets=ALL_ASSETS,
+        assets=standard_assets(ALL_ASSETS),
         asset_checks=ALL_CHECKS,
         jobs=[domain_refresh_job],
         sensors=[domain_files_sensor],

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from dagster import AssetCheckKey, DagsterInstance, materialize
+from dagster import AssetCheckKey, AssetKey, DagsterInstance, materialize
 
+from oprag_pipeline.asset_metadata import OWNERS
 from oprag_pipeline.cli import dagster_instance
 from oprag_pipeline.definitions import build_definitions
 from oprag_pipeline.ingest.assets import raw_documents
@@ -80,3 +81,23 @@ def test_rows_reconcile_fails_when_rows_go_missing(data_dir: Path, dagster_insta
     result = check_only(dagster_instance, "hotels")
     [evaluation] = result.get_asset_check_evaluations()
     assert (evaluation.passed, evaluation.partition) == (False, "hotels")
+
+
+def test_assets_carry_standard_metadata(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """Owners, a code version and code references on every asset; row count and columns on a warehouse table."""
+    graph = build_definitions().resolve_asset_graph()
+    nodes = [graph.get(key) for key in graph.get_all_asset_keys()]
+    assert all(node.owners == OWNERS and node.code_version for node in nodes)
+    assert all("dagster/code_references" in node.metadata for node in nodes)
+    # Different computations have different versions (a shared one would hide which code changed).
+    assert graph.get(raw_documents.key).code_version != graph.get(AssetKey("opinions")).code_version
+
+    write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": f"h{i}", "text": "Fine."}) for i in range(3)])
+    dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels"])
+    resources = build_resources(data_dir=data_dir)
+    result = materialize([raw_documents], partition_key="hotels", instance=dagster_instance, resources=resources)
+    metadata = result.asset_materializations_for_node("raw_documents")[0].metadata
+    assert metadata["dagster/row_count"].value == 3
+    columns = {column.name: column.type for column in metadata["dagster/column_schema"].value.columns}
+    assert {"domain", "doc_id", "text", "content_hash"} <= set(columns)
+    assert columns["text"] == "VARCHAR"

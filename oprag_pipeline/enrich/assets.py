@@ -9,6 +9,7 @@ from dagster import AssetExecutionContext, AssetSpec, Config, MaterializeResult,
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.enrich import authors, store
 from oprag_pipeline.enrich.documents import render_enriched
 from oprag_pipeline.enrich.schema import DocumentInput
@@ -73,6 +74,7 @@ def opinions(
                 f"({done / elapsed if elapsed else 0:,.0f} docs/s, {failed:,} failed and left pending)"
             )
         counts = store.rebuild_opinions(conn, domain, key)
+        table_facts = table_metadata(conn, "opinions", domain)
     elapsed = time.perf_counter() - started
     if failed:
         context.log.warning(f"{domain}: {failed:,} documents failed extraction and stay pending: {failures}")
@@ -91,6 +93,7 @@ def opinions(
             "output_tokens": output_tokens,
             "estimated_cost_usd": round(engine.estimated_cost_usd(input_tokens, output_tokens), 4),
             "seconds": round(elapsed, 2),
+            **table_facts,
         }
     )
 
@@ -134,11 +137,13 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
                GROUP BY ALL ORDER BY ALL""",
             [domain],
         ).fetchall()
+        table_facts = table_metadata(conn, "author_attributes", domain)
     table = "\n".join(f"| {a} | {s} | {n:,} | {v} |" for a, s, n, v in summary)
     return MaterializeResult(
         metadata={
             "attributes": MetadataValue.md("| attribute | source | documents | groups |\n|---|---|---|---|\n" + table),
             "rows": sum(r[2] for r in summary),
+            **table_facts,
         }
     )
 
@@ -179,6 +184,7 @@ def entity_opinion_stats(context: AssetExecutionContext, warehouse: DuckDBResour
         if values:
             conn.executemany("INSERT INTO entity_opinion_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
         conn.execute("COMMIT")
+        table_facts = table_metadata(conn, "entity_opinion_stats", domain)
     disputed = sum(1 for v in values if v[9] >= 0.6)
     preview = "\n".join(f"| {v[2]} | {v[5]} | {v[6]} | {v[7]} | {v[8]} | {v[9]:.2f} |" for v in values[:30])
     return MaterializeResult(
@@ -188,6 +194,7 @@ def entity_opinion_stats(context: AssetExecutionContext, warehouse: DuckDBResour
             "preview": MetadataValue.md(
                 "| entity | mentions | + | 0 | − | H(e) bits |\n|---|---|---|---|---|---|\n" + preview
             ),
+            **table_facts,
         }
     )
 

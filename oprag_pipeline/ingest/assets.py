@@ -13,6 +13,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.ingest import readers, store
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import DataDirResource
@@ -64,6 +65,7 @@ def raw_documents(
             on_file=on_file,
         )
         summary = store.commit_domain(conn, domain, result, run_id=context.run_id)
+        table_facts = table_metadata(conn, "raw_documents", domain)
         reasons = dict(
             conn.execute(
                 "SELECT reason, count(*) FROM quarantined_rows WHERE domain = ? GROUP BY reason ORDER BY reason",
@@ -90,5 +92,6 @@ def raw_documents(
             "quarantine_reasons": MetadataValue.json(reasons),
             "docs_per_second": round(result.rows_read / elapsed, 1) if elapsed else 0.0,
             "table": "raw_documents",
+            **table_facts,
         }
     )

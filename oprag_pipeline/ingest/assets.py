@@ -15,6 +15,7 @@ from pydantic import Field
 from oprag_pipeline import settings
 from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.ingest import readers, store
+from oprag_pipeline.ingest.sensors import files_fingerprint
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import DataDirResource
 
@@ -92,6 +93,8 @@ def raw_documents(
             "quarantine_reasons": MetadataValue.json(reasons),
             "docs_per_second": round(result.rows_read / elapsed, 1) if elapsed else 0.0,
             "table": "raw_documents",
+            # what the domain sensor compares with, so a domain ingested by any run is not requested again
+            "input_fingerprint": files_fingerprint(result.files),
             **table_facts,
         }
     )

@@ -13,9 +13,11 @@ from oprag_pipeline.asset_metadata import OWNERS
 from oprag_pipeline.cli import dagster_instance
 from oprag_pipeline.definitions import build_definitions
 from oprag_pipeline.ingest.assets import raw_documents
-from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
+from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME, domain_partitions
 from oprag_pipeline.resources import build_resources
 from oprag_pipeline_tests.conftest import write_lines
+
+SQL_LAYERS = ("stg_", "mart_")  # the SQL models' name prefixes (dbt_like_sql/)
 
 
 def test_cli_instance_uses_current_concurrency_settings(
@@ -101,3 +103,20 @@ def test_assets_carry_standard_metadata(data_dir: Path, dagster_instance: Dagste
     columns = {column.name: column.type for column in metadata["dagster/column_schema"].value.columns}
     assert {"domain", "doc_id", "text", "content_hash"} <= set(columns)
     assert columns["text"] == "VARCHAR"
+
+
+def test_python_asset_checks_are_partitioned_by_domain(data_dir: Path) -> None:
+    """A check's result is recorded against the domain it checked, not beside every domain's materialization.
+
+    The SQL models' data tests (the templated-SQL component's checks) are not covered yet.
+    """
+    graph = build_definitions().resolve_asset_graph()
+    python_checks = [key for key in graph.asset_check_keys if not key.asset_key.to_user_string().startswith(SQL_LAYERS)]
+    names = sorted(f"{key.asset_key.to_user_string()}:{key.name}" for key in python_checks)
+    assert names == [
+        "enriched_kb:points_match_source",
+        "entity_split_kb:points_match_source",
+        "raw_documents:rows_reconcile",
+        "raw_kb:points_match_source",
+    ]
+    assert all(graph.get_check_spec(key).partitions_def == domain_partitions for key in python_checks)

@@ -191,10 +191,12 @@ def dagster_instance():
     home = Path(os.environ.get("DAGSTER_HOME") or settings.data_dir() / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
+    if not config.exists() or config.read_text().startswith("# Written by oprag"):  # ours: keep it current
         config.write_text(
             "# Written by oprag. One run at a time: the DuckDB warehouse and vector shards admit a single writer.\n"
-            "run_queue:\n  max_concurrent_runs: 1\ntelemetry:\n  enabled: false\n"
+            "# The `warehouse` pool counts runs (granularity: run), so a killed CLI run cannot strand a step slot.\n"
+            "concurrency:\n  runs:\n    max_concurrent_runs: 1\n"
+            "  pools:\n    granularity: run\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
             # the daemon marks a run failed when its worker process dies (dagster dev); CLI runs are checked by
             # oprag itself when the next run starts
             "run_monitoring:\n  enabled: true\n"

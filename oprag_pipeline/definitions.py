@@ -4,6 +4,8 @@ from dagster import Definitions, in_process_executor
 
 from oprag_pipeline import settings
 from oprag_pipeline.analysis.assets import ANALYSIS_ASSETS
+from oprag_pipeline.asset_metadata import standard_assets
+from oprag_pipeline.automation import automation_sensor, nightly_reindex, with_automation
 from oprag_pipeline.enrich.assets import author_attributes, enriched_entity_docs, entity_opinion_stats, opinions
 from oprag_pipeline.evaluate.assets import (
     evaluation_entities,
@@ -18,7 +20,8 @@ from oprag_pipeline.evaluate.sql_models import build_sql_assets
 from oprag_pipeline.generate.assets import answer_preference, generated_answers, generation_fidelity
 from oprag_pipeline.index.assets import enriched_kb, entity_split_kb, raw_kb
 from oprag_pipeline.ingest.assets import raw_documents
-from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job, nightly_reindex_schedule
+from oprag_pipeline.ingest.checks import rows_reconcile
+from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job
 from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
 from oprag_pipeline.resources import build_resources, warehouse_resource
 
@@ -50,14 +53,17 @@ ALL_ASSETS = [
     evaluation_report,
 ]
 
+# Checks defined apart from their assets read the warehouse, so the UI can execute one for a partition on its own.
+ALL_CHECKS = [rows_reconcile]
+
 
 def build_definitions() -> Definitions:
     """Built on demand so resources pick up the environment of the moment (the CLI's --data-dir, tests)."""
     return Definitions(
-        assets=ALL_ASSETS,
+        assets=with_automation(standard_assets(ALL_ASSETS)),
+        asset_checks=ALL_CHECKS,
         jobs=[domain_refresh_job],
-        sensors=[domain_files_sensor],
-        schedules=[nightly_reindex_schedule],
+        sensors=[domain_files_sensor, automation_sensor, nightly_reindex],
         resources=build_resources(),
         # One process per run: the DuckDB file and the on-disk vector shards admit a single writer.
         executor=in_process_executor,

@@ -10,6 +10,7 @@ from dagster import DagsterInstance, materialize
 
 from oprag_pipeline.ingest import store
 from oprag_pipeline.ingest.assets import raw_documents
+from oprag_pipeline.ingest.checks import rows_reconcile
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.resources import build_resources
 from oprag_pipeline_tests.conftest import write_lines
@@ -26,7 +27,10 @@ def run_ingest(data_dir: Path, instance: DagsterInstance, domain: str = "hotels"
     if domain not in instance.get_dynamic_partitions(DOMAIN_PARTITIONS_NAME):
         instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, [domain])
     result = materialize(
-        [raw_documents], partition_key=domain, instance=instance, resources=build_resources(data_dir=data_dir)
+        [raw_documents, rows_reconcile],
+        partition_key=domain,
+        instance=instance,
+        resources=build_resources(data_dir=data_dir),
     )
     assert result.success
     materialization = result.asset_materializations_for_node("raw_documents")[0]

@@ -9,6 +9,7 @@ from dagster import AssetExecutionContext, AssetSpec, Config, MaterializeResult,
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.enrich import authors, store
 from oprag_pipeline.enrich.documents import render_enriched
 from oprag_pipeline.enrich.schema import DocumentInput
@@ -21,6 +22,7 @@ from oprag_pipeline.resources import ExtractorResource
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents", "entity_registry"],
     description="One row per (document, entity) opinion: sentiment, intensity, impact, emotions, evidence type and "
     "σ-scale score. Extraction is cached by (content hash, registry version, extractor, version), committed per "
@@ -72,6 +74,7 @@ def opinions(
                 f"({done / elapsed if elapsed else 0:,.0f} docs/s, {failed:,} failed and left pending)"
             )
         counts = store.rebuild_opinions(conn, domain, key)
+        table_facts = table_metadata(conn, "opinions", domain)
     elapsed = time.perf_counter() - started
     if failed:
         context.log.warning(f"{domain}: {failed:,} documents failed extraction and stay pending: {failures}")
@@ -90,6 +93,7 @@ def opinions(
             "output_tokens": output_tokens,
             "estimated_cost_usd": round(engine.estimated_cost_usd(input_tokens, output_tokens), 4),
             "seconds": round(elapsed, 2),
+            **table_facts,
         }
     )
 
@@ -98,6 +102,7 @@ def opinions(
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents"],
     description="Author attributes per document (metadata, derived from the corpus, or inferred and marked so), "
     "used only in aggregate for demographic coverage.",
@@ -132,11 +137,13 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
                GROUP BY ALL ORDER BY ALL""",
             [domain],
         ).fetchall()
+        table_facts = table_metadata(conn, "author_attributes", domain)
     table = "\n".join(f"| {a} | {s} | {n:,} | {v} |" for a, s, n, v in summary)
     return MaterializeResult(
         metadata={
             "attributes": MetadataValue.md("| attribute | source | documents | groups |\n|---|---|---|---|\n" + table),
             "rows": sum(r[2] for r in summary),
+            **table_facts,
         }
     )
 
@@ -145,6 +152,7 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["opinions"],
     description="Per entity: mentions, sentiment counts, sentiment entropy H(e) in bits, mean and spread of the "
     "σ-scale score — the basis for choosing entities with genuine disagreement.",
@@ -176,6 +184,7 @@ def entity_opinion_stats(context: AssetExecutionContext, warehouse: DuckDBResour
         if values:
             conn.executemany("INSERT INTO entity_opinion_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
         conn.execute("COMMIT")
+        table_facts = table_metadata(conn, "entity_opinion_stats", domain)
     disputed = sum(1 for v in values if v[9] >= 0.6)
     preview = "\n".join(f"| {v[2]} | {v[5]} | {v[6]} | {v[7]} | {v[8]} | {v[9]:.2f} |" for v in values[:30])
     return MaterializeResult(
@@ -185,6 +194,7 @@ def entity_opinion_stats(context: AssetExecutionContext, warehouse: DuckDBResour
             "preview": MetadataValue.md(
                 "| entity | mentions | + | 0 | − | H(e) bits |\n|---|---|---|---|---|---|\n" + preview
             ),
+            **table_facts,
         }
     )
 
@@ -208,6 +218,7 @@ ORDER BY o.doc_id, o.entity_id
 @multi_asset(
     partitions_def=domain_partitions,
     group_name="enrich",
+    pool="warehouse",
     specs=[
         AssetSpec(
             "enriched_entity_docs",

@@ -126,6 +126,7 @@ def _distributions(rows) -> dict[str, ScoreDistribution]:
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["entity_opinion_stats", "entity_registry"],
     description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions; the most mentioned first), "
     "each with a comparison partner from the same branch of the taxonomy.",
@@ -196,6 +197,7 @@ class EvaluationQuestionsConfig(Config):
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["evaluation_entities"],
     description="Questions of five types per entity (experience, impact, emotional, comparison, suggestion), "
     "generated offline from varied templates and the entity's aliases; stable ids, deterministic.",
@@ -288,6 +290,7 @@ class RetrievalRunsConfig(Config):
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
+    pool="warehouse",
     deps=["evaluation_questions", "raw_kb", "entity_split_kb", "enriched_kb"],
     description="Every question × knowledge base (raw, entity_split, enriched) × mode (semantic, hybrid; and "
     "opinion-balanced, MMR, xQuAD and PM-2 on the enriched KB) × k (10, 20, 40, 60), one real query each; one row "
@@ -350,6 +353,7 @@ def retrieval_runs(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents", "entity_registry"],
     description="Gold labels carried by the input (importers' `gold_opinions`, TripAdvisor aspect stars, the demo's "
     "planted labels) mapped onto registry entities, on the σ-scale. Empty for domains without gold.",
@@ -400,6 +404,7 @@ def gold_opinions(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["stg_hit_opinions", "author_attributes", "gold_opinions", "evaluation_questions"],
     description="Per question × KB × mode × k: entity match, σ and impact spread, distinct emotions, W1 to the "
     "corpus (and to gold where present) over retrievals that found opinions, the miss indicator and the old combined "
@@ -536,6 +541,7 @@ def significance_rows(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["stg_question_metrics"],
     description="Paired comparisons at the entity level (metric averaged over each entity's questions, then a "
     "Wilcoxon signed-rank test and a cluster-bootstrap 95% CI over entities) for every metric, mode and k; the "
@@ -578,6 +584,7 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
+    pool="warehouse",
     deps=[
         "mart_coverage_k20",
         "mart_w1_by_entity",

@@ -267,7 +267,7 @@ def build_sql_assets(root: Path, warehouse: Any, *, group_name: str = "evaluatio
                 data_tests=model.tests,
                 assets=[spec],
                 checks=checks or None,
-                execution=OpSpec(name=model.name, description=model.description or None),
+                execution=OpSpec(name=model.name, description=model.description or None, pool="warehouse"),
             )
         # The component reads its template itself, so no component tree (defs folder) is needed to build it.
         assets.append(component.build_underlying_assets_def(component_load_context=None))  # type: ignore[arg-type]

@@ -3,9 +3,6 @@
 import time
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetCheckSpec,
     AssetExecutionContext,
     Config,
     Failure,
@@ -17,7 +14,9 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.ingest import readers, store
+from oprag_pipeline.ingest.sensors import files_fingerprint
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import DataDirResource
 
@@ -43,13 +42,7 @@ class RawDocumentsConfig(Config):
     partitions_def=domain_partitions,
     group_name="ingest",
     kinds={"duckdb"},
-    check_specs=[
-        AssetCheckSpec(
-            "rows_reconcile",
-            asset="raw_documents",
-            description="Per file: rows read = accepted + quarantined + exact duplicates.",
-        )
-    ],
+    pool="warehouse",
     description=(
         "Input documents of one domain (data/raw/<domain>/: JSONL, CSV, Parquet, gzip), normalised to the "
         "input contract with a content hash. Bad rows go to `quarantined_rows`; what changed since the "
@@ -110,7 +103,7 @@ def raw_documents(
                 allow_retries=False,
             )
         summary = store.commit_domain(conn, domain, result, run_id=context.run_id)
-        balance = store.reconcile(conn, domain)
+        table_facts = table_metadata(conn, "raw_documents", domain)
         reasons = dict(
             conn.execute(
                 "SELECT reason, count(*) FROM quarantined_rows WHERE domain = ? GROUP BY reason ORDER BY reason",
@@ -122,7 +115,6 @@ def raw_documents(
         context.log.warning(f"quarantined {domain}/{row.file} row {row.row_number}: {row.reason}: {row.detail}")
     if len(result.quarantined) > 20:
         context.log.warning(f"... and {len(result.quarantined) - 20:,} more rows in quarantined_rows")
-    unbalanced = [row for row in balance if not row["balanced"]]
     yield MaterializeResult(
         metadata={
             "ingest_id": summary.ingest_id,
@@ -139,11 +131,8 @@ def raw_documents(
             "skipped_files": MetadataValue.json({item.file: item.reason for item in result.skipped_files}),
             "docs_per_second": round(result.rows_read / elapsed, 1) if elapsed else 0.0,
             "table": "raw_documents",
+            # what the domain sensor compares with, so a domain ingested by any run is not requested again
+            "input_fingerprint": files_fingerprint(result.files),
+            **table_facts,
         }
-    )
-    yield AssetCheckResult(
-        check_name="rows_reconcile",
-        passed=not unbalanced,
-        severity=AssetCheckSeverity.ERROR,
-        metadata={"files": len(balance), "unbalanced_files": MetadataValue.json(unbalanced)},
     )

@@ -73,6 +73,7 @@ class SampleConfig(Config):
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["raw_documents"],
     description="A stratified sample (by entity_scope and rounded rating) of the domain's documents, sized by "
     "sentences, used to discover the entities people talk about.",
@@ -119,6 +120,7 @@ class CandidateConfig(Config):
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["extraction_sample"],
     description="Opinion-target candidates mined from the sample: noun phrases that opinion words relate to "
     "(double propagation on part-of-speech tags) in several documents, with the surface forms seen; with an LLM "
@@ -199,6 +201,7 @@ def load_overrides(directory: Path, domain: str) -> tuple[dict, str | None]:
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
+    pool="warehouse",
     deps=["entity_candidates"],
     description="The entity registry: candidates clustered by embedding and string similarity into entities with "
     "aliases under a 3-tier taxonomy. Ids are stable across runs; overrides are optional.",

@@ -43,7 +43,6 @@ from functools import lru_cache
 from pathlib import Path
 from xml.etree import ElementTree
 
-import textblob.en as textblob_en
 from lemminflect import getAllLemmas as _lexicon_lemmas
 
 TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9'\-]*[A-Za-z0-9])?|[.!?;:,()\"]")
@@ -247,6 +246,14 @@ def _is_content(word: str) -> bool:
 
 
 @lru_cache(maxsize=1)
+def _textblob_en():
+    """TextBlob's English module, imported on first use: importing it loads nltk and scipy.stats (seconds, and
+    everything that imports this module for its word lists, such as the aspect model, would pay for it)."""
+    import textblob.en
+
+    return textblob.en
+
+
 def opinion_lexicon() -> dict[str, float]:
     """Opinion words of general English → strength: VADER's lexicon (valence, |v| >= 0.5) and TextBlob's subjective
     adjectives (polarity |p| >= 0.1 with subjectivity >= 0.3, scaled to VADER's range), plus the quality adjectives
@@ -258,7 +265,7 @@ def opinion_lexicon() -> dict[str, float]:
         if word.isalpha() and abs(valence) >= 0.5:
             words[word] = float(valence)
     senses: defaultdict[str, list[tuple[float, float]]] = defaultdict(list)
-    sentiment_xml = Path(textblob_en.__file__).with_name("en-sentiment.xml")
+    sentiment_xml = Path(_textblob_en().__file__).with_name("en-sentiment.xml")
     for element in ElementTree.parse(sentiment_xml).getroot().iter("word"):
         form = (element.get("form") or "").lower()
         if form.isalpha():
@@ -280,7 +287,7 @@ def _tag(tokens: Sequence[str]) -> list[str]:
     """Penn tags for `tokens` from TextBlob's bundled pattern tagger (no corpus download, no network)."""
     if not tokens:
         return []
-    tagged = textblob_en.tag(" ".join(tokens), tokenize=False)
+    tagged = _textblob_en().tag(" ".join(tokens), tokenize=False)
     if len(tagged) != len(tokens):  # the tagger never re-splits space-free tokens; guard anyway
         return ["NN" if _is_content(t) else "." for t in tokens]
     return [t for _, t in tagged]

@@ -1,0 +1,122 @@
+"""Dagster-native operation: the instance's concurrency settings, the warehouse pool, standalone asset checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from dagster import AssetCheckKey, AssetKey, DagsterInstance, materialize
+
+from oprag_pipeline.asset_metadata import OWNERS
+from oprag_pipeline.cli import dagster_instance
+from oprag_pipeline.definitions import build_definitions
+from oprag_pipeline.ingest.assets import raw_documents
+from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME, domain_partitions
+from oprag_pipeline.resources import build_resources
+from oprag_pipeline_tests.conftest import write_lines
+
+SQL_LAYERS = ("stg_", "mart_")  # the SQL models' name prefixes (dbt_like_sql/)
+
+
+def test_cli_instance_uses_current_concurrency_settings(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dagster.yaml the CLI writes loads with one run at a time and a limit of 1 on every pool."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    home.mkdir()
+    # A file an older oprag wrote, with the legacy key, is brought up to date; a user's own file is left alone.
+    (home / "dagster.yaml").write_text("# Written by oprag.\nrun_queue:\n  max_concurrent_runs: 1\n")
+    config = dagster_instance().get_concurrency_config()
+    assert "run_queue" not in (home / "dagster.yaml").read_text()
+    assert config.run_queue_config.max_concurrent_runs == 1
+    assert config.pool_config.default_pool_limit == 1
+    own = "concurrency:\n  runs:\n    max_concurrent_runs: 3\n"
+    (home / "dagster.yaml").write_text(own)
+    assert dagster_instance().get_concurrency_config().run_queue_config.max_concurrent_runs == 3
+
+
+def test_every_asset_is_in_the_warehouse_pool(data_dir: Path) -> None:
+    """Each asset opens the single-writer DuckDB file, so each one queues on the `warehouse` pool."""
+    graph = build_definitions().resolve_asset_graph()
+    outside = sorted(k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).pools != {"warehouse"})
+    assert outside == []
+
+
+def check_only(instance: DagsterInstance, domain: str):
+    """What the UI's "Execute" on a check launches: the domain job cut down to that check, for one partition."""
+    job = build_definitions().resolve_job_def("domain_refresh_job")
+    check = AssetCheckKey(raw_documents.key, "rows_reconcile")
+    subset = job.get_subset(asset_selection=set(), asset_check_selection={check})
+    return subset.execute_in_process(instance=instance, partition_key=domain, raise_on_error=False)
+
+
+def test_rows_reconcile_runs_on_its_own_for_one_partition(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """The check is recorded against the domain it checked, and runs without re-materializing the asset."""
+    write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": "h1", "text": "The lift was slow."})])
+    write_lines(data_dir / "raw/forum/b.jsonl", [json.dumps({"doc_id": "f1", "text": "Shipping was quick."}), "{"])
+    dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels", "forum"])
+    resources = build_resources(data_dir=data_dir)
+    for domain in ("hotels", "forum"):
+        assert materialize(
+            [raw_documents], partition_key=domain, instance=dagster_instance, resources=resources
+        ).success
+
+    result = check_only(dagster_instance, "forum")
+    assert result.success
+    assert result.asset_materializations_for_node("raw_documents") == []
+    [evaluation] = result.get_asset_check_evaluations()
+    assert (evaluation.check_name, evaluation.passed, evaluation.partition) == ("rows_reconcile", True, "forum")
+    assert evaluation.metadata["files"].value == 1
+
+
+def test_rows_reconcile_fails_when_rows_go_missing(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """A row deleted behind the pipeline's back makes the check fail for that domain only."""
+    write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": f"h{i}", "text": "Fine."}) for i in range(3)])
+    dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels"])
+    resources = build_resources(data_dir=data_dir)
+    assert materialize([raw_documents], partition_key="hotels", instance=dagster_instance, resources=resources).success
+    with duckdb.connect(str(data_dir / "warehouse.duckdb")) as conn:
+        conn.execute("DELETE FROM raw_documents WHERE doc_id = 'h1'")
+    result = check_only(dagster_instance, "hotels")
+    [evaluation] = result.get_asset_check_evaluations()
+    assert (evaluation.passed, evaluation.partition) == (False, "hotels")
+
+
+def test_assets_carry_standard_metadata(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """Owners, a code version and code references on every asset; row count and columns on a warehouse table."""
+    graph = build_definitions().resolve_asset_graph()
+    nodes = [graph.get(key) for key in graph.get_all_asset_keys()]
+    assert all(node.owners == OWNERS and node.code_version for node in nodes)
+    assert all("dagster/code_references" in node.metadata for node in nodes)
+    # Different computations have different versions (a shared one would hide which code changed).
+    assert graph.get(raw_documents.key).code_version != graph.get(AssetKey("opinions")).code_version
+
+    write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": f"h{i}", "text": "Fine."}) for i in range(3)])
+    dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels"])
+    resources = build_resources(data_dir=data_dir)
+    result = materialize([raw_documents], partition_key="hotels", instance=dagster_instance, resources=resources)
+    metadata = result.asset_materializations_for_node("raw_documents")[0].metadata
+    assert metadata["dagster/row_count"].value == 3
+    columns = {column.name: column.type for column in metadata["dagster/column_schema"].value.columns}
+    assert {"domain", "doc_id", "text", "content_hash"} <= set(columns)
+    assert columns["text"] == "VARCHAR"
+
+
+def test_python_asset_checks_are_partitioned_by_domain(data_dir: Path) -> None:
+    """A check's result is recorded against the domain it checked, not beside every domain's materialization.
+
+    The SQL models' data tests (the templated-SQL component's checks) are not covered yet.
+    """
+    graph = build_definitions().resolve_asset_graph()
+    python_checks = [key for key in graph.asset_check_keys if not key.asset_key.to_user_string().startswith(SQL_LAYERS)]
+    names = sorted(f"{key.asset_key.to_user_string()}:{key.name}" for key in python_checks)
+    assert names == [
+        "enriched_kb:points_match_source",
+        "entity_split_kb:points_match_source",
+        "raw_documents:rows_reconcile",
+        "raw_kb:points_match_source",
+    ]
+    assert all(graph.get_check_spec(key).partitions_def == domain_partitions for key in python_checks)

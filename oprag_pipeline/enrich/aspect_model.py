@@ -272,7 +272,9 @@ class AspectSentimentModel:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        from oprag_pipeline.accelerators import create_session
+
+        session, _ = create_session(lambda providers: ort.InferenceSession(str(path), options, providers=providers))
         temperature = 1.0
         meta_path = directory / "model_meta.json"
         if meta_path.exists():

@@ -1,0 +1,245 @@
+"""End-to-end benchmark: `oprag run` on a deterministic subset of ../shared/data/tripadvisor_hotels, real MiniLM.
+
+What it prints, so a user can predict the cost of their own corpus:
+
+* wall time and peak RSS per stage. Each stage is one `oprag run --select ...` in its own process (measured with
+  `os.wait4`, so the RSS is that stage's own); the stages together are the whole graph, in dependency order;
+* points per KB and the distinct texts the encoder actually embedded (from the KB assets' materialization metadata;
+  code without a vector cache reports every written point as embedded);
+* the floor measured in the same run: one encoder pass over the corpus's tokens, i.e. the documents' word pieces
+  divided by the encoder's word pieces per second on a sample of the raw KB's chunks;
+* the whole run's time per 1,000 reviews, and a 5% incremental re-run (the next hotels' reviews added, everything
+  re-materialized), with its ratio to the full run.
+
+The subset is the first hotel files in name order until `--reviews` reviews are reached, copied to a work folder
+(never into the repository).
+
+    nice -n 10 .venv/bin/python benchmarks/bench_pipeline.py --reviews 1500 [--work DIR] [--no-rerun]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "tripadvisor_hotels" / "Texts"
+DOMAIN = "tripadvisor"
+KB_ASSETS = ("raw_kb", "enriched_kb", "entity_split_kb")
+# Stages in dependency order; each is one `oprag run --select` process. The KBs are separate stages: they are the
+# heavy steps this benchmark is about.
+STAGES: tuple[tuple[str, str], ...] = (
+    ("ingest", "key:raw_documents"),
+    ("extract+registry", "group:registry or group:enrich"),
+    ("raw_kb", "key:raw_kb"),
+    ("enriched_kb", "key:enriched_kb"),
+    ("entity_split_kb", "key:entity_split_kb"),
+    ("evaluation", "group:evaluation"),
+)
+FLOOR_SAMPLE_CHUNKS = 256  # enough chunks for a stable rate (a few seconds of encoding), few enough to stay cheap
+
+
+@dataclass(frozen=True)
+class StageResult:
+    name: str
+    seconds: float
+    peak_rss_mb: float
+    ok: bool
+
+
+def count_reviews(path: Path) -> int:
+    return path.read_text(errors="replace").count("<Content>")
+
+
+def choose_files(source: Path, reviews: int, skip: int = 0) -> list[Path]:
+    """The first hotel files in name order (after `skip` of them) holding at least `reviews` reviews."""
+    files = sorted(p for p in source.iterdir() if p.name.startswith("hotel_"))[skip:]
+    chosen, total = [], 0
+    for path in files:
+        if total >= reviews:
+            break
+        chosen.append(path)
+        total += count_reviews(path)
+    return chosen
+
+
+def oprag(args: list[str], env: dict[str, str]) -> StageResult:
+    """Run `oprag ARGS` in a child process; its wall time and its own peak RSS."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "oprag_pipeline.cli", *args], env=env, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return StageResult(" ".join(args[:3]), time.perf_counter() - started, usage.ru_maxrss / 1024, proc.returncode == 0)
+
+
+def run_stages(data_dir: Path, env: dict[str, str]) -> list[StageResult]:
+    results = []
+    for name, selection in STAGES:
+        result = oprag(["--data-dir", str(data_dir), "run", "--domain", DOMAIN, "--select", selection], env)
+        results.append(StageResult(name, result.seconds, result.peak_rss_mb, result.ok))
+        print(f"  {name:<18} {result.seconds:8.1f} s  peak RSS {result.peak_rss_mb:7.0f} MB  ok={result.ok}",
+              flush=True)  # fmt: skip
+    return results
+
+
+def kb_figures(data_dir: Path) -> dict[str, dict[str, int]]:
+    """Points per KB and distinct texts embedded, from each KB's latest materialization."""
+    from dagster import AssetKey, DagsterInstance
+
+    instance = DagsterInstance.get()
+    figures = {}
+    for kb in KB_ASSETS:
+        records = instance.fetch_materializations(AssetKey(kb), limit=1).records
+        meta = {k: v.value for k, v in records[0].asset_materialization.metadata.items()} if records else {}
+        figures[kb] = {
+            "points": int(meta.get("points", 0)),
+            "written": int(meta.get("written", 0)),
+            "embedded": int(meta.get("embedded", meta.get("written", 0))),
+        }
+    return figures
+
+
+def floor_seconds(data_dir: Path) -> tuple[float, int, float]:
+    """(floor seconds, corpus word pieces, encoder word pieces/s on a sample of raw chunks)."""
+    import duckdb
+    from tokenizers import Tokenizer
+
+    from oprag_pipeline import settings
+    from oprag_pipeline.embeddings import OfflineEmbedder, ensure_dense_model_dir
+
+    tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    with duckdb.connect(str(settings.warehouse_path(data_dir)), read_only=True) as conn:
+        docs = [r[0] for r in conn.execute("SELECT text FROM raw_documents WHERE domain = ?", [DOMAIN]).fetchall()]
+        chunks = [r[0] for r in conn.execute("SELECT text FROM raw_chunks WHERE domain = ? ORDER BY point_key",
+                                              [DOMAIN]).fetchall()]  # fmt: skip
+    corpus_tokens = sum(len(e.ids) for e in tokenizer.encode_batch(docs))
+    step = max(1, len(chunks) // FLOOR_SAMPLE_CHUNKS)
+    sample = chunks[::step][:FLOOR_SAMPLE_CHUNKS]
+    sample_tokens = sum(min(len(e.ids), 256) for e in tokenizer.encode_batch(sample))
+    embedder = OfflineEmbedder()
+    embedder.embed_dense(sample[:8])  # load the session outside the timing
+    started = time.perf_counter()
+    embedder.embed_dense(sample)
+    rate = sample_tokens / (time.perf_counter() - started)
+    return corpus_tokens / rate, corpus_tokens, rate
+
+
+def composed_overlap(data_dir: Path, ks: tuple[int, ...] = (10, 20)) -> None:
+    """How far the enriched KB's composed vectors (header and text embedded apart) are from the joint embedding:
+    the share of each evaluation question's dense top-k that both give, over the domain's enriched documents."""
+    import duckdb
+    import numpy as np
+
+    from oprag_pipeline import settings
+    from oprag_pipeline.embeddings import OfflineEmbedder
+    from oprag_pipeline.index.assets import vector_cache_root
+    from oprag_pipeline.index.vector_cache import CachedDenseEncoder
+
+    with duckdb.connect(str(settings.warehouse_path(data_dir)), read_only=True) as conn:
+        docs = conn.execute("SELECT text, relevant_text FROM enriched_entity_docs WHERE domain = ? ORDER BY point_key",
+                            [DOMAIN]).fetchall()  # fmt: skip
+        questions = [r[0] for r in conn.execute("SELECT text FROM evaluation_questions WHERE domain = ?",
+                                                [DOMAIN]).fetchall()]  # fmt: skip
+    if not docs or not questions:
+        print("composed vs joint: no enriched documents or no questions")
+        return
+    embedder = OfflineEmbedder()
+    encoder = CachedDenseEncoder(embedder, vector_cache_root(data_dir))
+    joint = encoder.embed_dense([t for t, _ in docs])
+    before = encoder.stats.embedded
+    parts = [(t[: len(t) - len(r)], r) for t, r in docs]
+    started = time.perf_counter()
+    composed = encoder.embed_composed(parts)
+    seconds = time.perf_counter() - started
+    fresh = encoder.stats.embedded - before
+    encoder.close()
+    query = embedder.embed_dense_query(questions)
+    sj, sc = query @ joint.T, query @ composed.T
+    cosine = float(np.mean(np.sum(joint * composed, axis=1)))
+    print(f"composed vs joint enriched vectors: {len(docs):,} documents, {len({h for h, _ in parts}):,} distinct "
+          f"headers, {fresh:,} texts embedded for the composed ones ({seconds:.1f} s); mean cosine to joint "
+          f"{cosine:.3f}; {len(questions)} questions")  # fmt: skip
+    for k in ks:
+        top_j = np.argsort(-sj, axis=1)[:, :k]
+        top_c = np.argsort(-sc, axis=1)[:, :k]
+        overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top_j, top_c, strict=True)])
+        print(f"  dense top-{k} overlap (composed vs joint): {overlap:.3f}")
+
+
+def copy_subset(files: list[Path], target: Path) -> int:
+    target.mkdir(parents=True, exist_ok=True)
+    for path in files:
+        shutil.copy2(path, target / path.name)
+    return sum(count_reviews(p) for p in files)
+
+
+def report(label: str, stages: list[StageResult], reviews: int) -> float:
+    total = sum(s.seconds for s in stages)
+    peak = max(s.peak_rss_mb for s in stages)
+    print(f"{label}: {total:.1f} s in all ({total / reviews * 1000:.1f} s per 1,000 reviews), peak RSS {peak:.0f} MB")
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    parser.add_argument("--reviews", type=int, default=1500, help="reviews in the subset (whole hotel files)")
+    parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one)")
+    parser.add_argument("--no-rerun", action="store_true", help="skip the 5%% incremental re-run")
+    args = parser.parse_args()
+    if not args.source.exists():
+        print(f"{args.source} is absent: this benchmark needs ../shared/data/tripadvisor_hotels", file=sys.stderr)
+        return 2
+    work = args.work or Path(tempfile.mkdtemp(prefix="oprag-bench-pipeline-"))
+    data_dir, source = work / "data", work / "source" / "Texts"
+    if data_dir.exists() or source.exists():
+        print(f"{work} already holds a run; give an empty --work", file=sys.stderr)
+        return 2
+    env = {**os.environ, "DAGSTER_HOME": str(work / "dagster_home"), "OPRAG_DATA_DIR": str(data_dir)}
+    env.setdefault("OPRAG_MODEL_DIR", str(ROOT / "data" / "models"))
+    os.environ.update({k: env[k] for k in ("DAGSTER_HOME", "OPRAG_DATA_DIR", "OPRAG_MODEL_DIR")})
+    (work / "dagster_home").mkdir(parents=True)
+
+    files = choose_files(args.source, args.reviews)
+    reviews = copy_subset(files, source)
+    print(f"subset: {reviews:,} reviews from {len(files)} hotel files ({files[0].name} … {files[-1].name}); "
+          f"work {work}")  # fmt: skip
+    imported = oprag(["--data-dir", str(data_dir), "import", "tripadvisor", str(source), "--domain", DOMAIN], env)
+    print(f"  import             {imported.seconds:8.1f} s  peak RSS {imported.peak_rss_mb:7.0f} MB")
+    print("full run, stage by stage:")
+    stages = run_stages(data_dir, env)
+    full = report("full run", stages, reviews)
+    figures = kb_figures(data_dir)
+    for kb, f in figures.items():
+        print(f"  {kb:<16} {f['points']:>9,} points  {f['written']:>9,} written  {f['embedded']:>9,} texts embedded")
+    print(f"  distinct texts embedded in all: {sum(f['embedded'] for f in figures.values()):,}")
+    floor, tokens, rate = floor_seconds(data_dir)
+    print(f"floor: {tokens:,} word pieces at {rate:,.0f} word pieces/s = {floor:.1f} s "
+          f"({floor / reviews * 1000:.1f} s per 1,000 reviews); full run = {full / floor:.1f}x the floor")  # fmt: skip
+    try:
+        composed_overlap(data_dir)
+    except ImportError as error:  # code from before the vector cache
+        print(f"composed vs joint: not measured ({error})")
+    if not args.no_rerun:
+        extra = choose_files(args.source, max(1, reviews // 20), skip=len(files))
+        added = copy_subset(extra, source)
+        print(f"incremental: +{added:,} reviews ({added / reviews:.1%}) from {len(extra)} more hotel files")
+        imported = oprag(["--data-dir", str(data_dir), "import", "tripadvisor", str(source), "--domain", DOMAIN], env)
+        rerun = report("incremental re-run", run_stages(data_dir, env), reviews + added)
+        for kb, f in kb_figures(data_dir).items():
+            print(f"  {kb:<16} {f['points']:>9,} points  {f['written']:>9,} written  {f['embedded']:>9,} embedded")
+        print(f"incremental re-run / full run = {rerun / full:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

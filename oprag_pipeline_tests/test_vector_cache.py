@@ -167,3 +167,63 @@ def test_embedder_runs_on_what_the_machine_offers(embedder: OfflineEmbedder) -> 
 
     embedder.embed_dense(["warm up"])
     assert embedder.providers == acc.select_providers()
+
+
+def test_server_collection_options_are_passed_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    """shard_number / replication_factor / quantization reach the client's create_collection (qdrant-client's local
+    mode accepts and ignores the cluster options, so the call itself is what is checked)."""
+    from qdrant_client import QdrantClient
+
+    from oprag_pipeline.index.vector_store import ClientVectorStore, CollectionOptions, VectorStoreResource
+
+    client = QdrantClient(":memory:")
+    calls: list[dict] = []
+    real = client.create_collection
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "create_collection", recording)
+    monkeypatch.setenv("OPRAG_QDRANT_SHARD_NUMBER", "6")
+    monkeypatch.setenv("OPRAG_QDRANT_REPLICATION_FACTOR", "2")
+    store = ClientVectorStore(client, CollectionOptions.from_env(quantization="int8"))
+    store.ensure_collection("t.raw_kb", 8)
+    assert (calls[0]["shard_number"], calls[0]["replication_factor"]) == (6, 2)
+    assert calls[0]["vectors_config"]["dense"].quantization_config.scalar.always_ram is True
+    store.ensure_collection("t.raw_kb", 8)  # exists: not created again
+    assert len(calls) == 1 and store.count("t.raw_kb") == 0
+    store.close()
+
+    resource = VectorStoreResource(data_dir="/unused", url="http://127.0.0.1:9", shard_number=3)
+    monkeypatch.delenv("OPRAG_QDRANT_REPLICATION_FACTOR")
+    opened = resource.open_store()
+    assert opened.options == CollectionOptions(shard_number=3)  # the resource's field wins over the environment
+    opened.close()
+    monkeypatch.setenv("OPRAG_QDRANT_SHARD_NUMBER", "zero")
+    with pytest.raises(ValueError, match="OPRAG_QDRANT_SHARD_NUMBER"):
+        CollectionOptions.from_env()
+
+
+def test_edge_with_int8_vectors_finds_the_same_neighbours(tmp_path: Path) -> None:
+    from oprag_pipeline.index.vector_store import CollectionOptions, IndexPoint, point_uuid
+
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(400, 32)).astype(np.float32)
+    points = [
+        IndexPoint(id=point_uuid(f"p{i}"), dense=v, sparse=([1], [1.0]), payload={"domain": "t"})
+        for i, v in enumerate(vectors)
+    ]
+    results = {}
+    for quantization in (None, "int8"):
+        with EdgeVectorStore(tmp_path / str(quantization), options=CollectionOptions(quantization=quantization),
+                             indexing_threshold_kb=1) as store:  # fmt: skip
+            store.ensure_collection("t.kb", 32)
+            store.upsert("t.kb", points)
+            store.optimize("t.kb")
+            assert store.segment_count("t.kb") >= 1
+            results[quantization] = [[h.id for h in store.search("t.kb", dense=q, k=10, mode="semantic")]
+                                     for q in vectors[:20]]  # fmt: skip
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(results[None], results["int8"], strict=True)])
+    assert overlap >= 0.9  # rescoring with the full vectors keeps the int8 search's top-10 close to exact
+    assert "quantization" in (tmp_path / "int8" / "t.kb" / "edge_config.json").read_text().lower()

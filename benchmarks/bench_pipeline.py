@@ -175,6 +175,75 @@ def composed_overlap(data_dir: Path, ks: tuple[int, ...] = (10, 20)) -> None:
         print(f"  dense top-{k} overlap (composed vs joint): {overlap:.3f}")
 
 
+def _percentiles(seconds: list[float]) -> str:
+    import numpy as np
+
+    ms = np.array(seconds) * 1000
+    return f"p50 {np.percentile(ms, 50):6.2f} ms  p95 {np.percentile(ms, 95):6.2f} ms"
+
+
+def query_latency(data_dir: Path, repeats: int = 3) -> None:
+    """Hybrid filtered queries (the evaluation's questions, filtered on their entity; the raw KB on the domain) on
+    each KB as indexed, warm (each query run once first), and on an int8-quantized copy of the largest KB."""
+    import duckdb
+
+    from oprag_pipeline import settings
+    from oprag_pipeline.embeddings import OfflineEmbedder
+    from oprag_pipeline.index.vector_store import CollectionOptions, EdgeVectorStore, IndexPoint
+
+    with duckdb.connect(str(settings.warehouse_path(data_dir)), read_only=True) as conn:
+        questions = conn.execute("SELECT text, entity_id FROM evaluation_questions WHERE domain = ? "
+                                 "ORDER BY question_id LIMIT 200", [DOMAIN]).fetchall()  # fmt: skip
+    if not questions:
+        print("query latency: no evaluation questions")
+        return
+    embedder = OfflineEmbedder()
+    dense = embedder.embed_dense_query([q for q, _ in questions])
+    sparse = embedder.embed_sparse_query([q for q, _ in questions])
+
+    def timed(store: EdgeVectorStore, name: str, entity_filter: bool) -> list[float]:
+        out = []
+        for attempt in range(repeats + 1):
+            for i, (_, entity) in enumerate(questions):
+                filters = {"entity_id": entity} if entity_filter else {"domain": DOMAIN}
+                started = time.perf_counter()
+                store.search(name, dense=dense[i], sparse=sparse[i], k=20, mode="hybrid", filters=filters)
+                if attempt:  # the first pass warms the caches
+                    out.append(time.perf_counter() - started)
+        return out
+
+    with EdgeVectorStore(data_dir / "qdrant", optimize_on_close=False) as store:
+        for kb in ("raw", "enriched", "entity_split"):
+            name = f"{DOMAIN}.{kb}_kb"
+            seconds = timed(store, name, kb != "raw")
+            print(f"  {name:<24} {store.count(name):>8,} points {store.segment_count(name):>3} segments  hybrid "
+                  f"filtered k=20 {_percentiles(seconds)}")  # fmt: skip
+        name = f"{DOMAIN}.enriched_kb"
+        shard = store._shard(name)
+        records, offset, copied = [], None, []
+        e = store._edge
+        while True:
+            records, offset = shard.scroll(e.ScrollRequest(offset=offset, limit=2048, with_payload=True,
+                                                           with_vector=True))  # fmt: skip
+            for r in records:
+                vector = r.vector
+                copied.append(IndexPoint(id=str(r.id), dense=vector["dense"],
+                                         sparse=(vector["bm25"].indices, vector["bm25"].values),
+                                         payload=dict(r.payload or {})))  # fmt: skip
+            if offset is None:
+                break
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        EdgeVectorStore(Path(tmp), options=CollectionOptions(quantization="int8")) as quantized,
+    ):
+        quantized.ensure_collection(name, embedder.dim)
+        quantized.upsert(name, copied)
+        quantized.optimize(name)
+        seconds = timed(quantized, name, True)
+        print(f"  {name + ' int8':<24} {quantized.count(name):>8,} points {quantized.segment_count(name):>3} "
+              f"segments  hybrid filtered k=20 {_percentiles(seconds)}")  # fmt: skip
+
+
 def copy_subset(files: list[Path], target: Path) -> int:
     target.mkdir(parents=True, exist_ok=True)
     for path in files:
@@ -195,7 +264,17 @@ def main() -> int:
     parser.add_argument("--reviews", type=int, default=1500, help="reviews in the subset (whole hotel files)")
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temporary one)")
     parser.add_argument("--no-rerun", action="store_true", help="skip the 5%% incremental re-run")
+    parser.add_argument("--measure", type=Path, help="only the query and composed-vector measurements, on the "
+                        "work folder of an earlier run")  # fmt: skip
     args = parser.parse_args()
+    if args.measure:
+        os.environ.update({"DAGSTER_HOME": str(args.measure / "dagster_home"),
+                           "OPRAG_DATA_DIR": str(args.measure / "data")})  # fmt: skip
+        os.environ.setdefault("OPRAG_MODEL_DIR", str(ROOT / "data" / "models"))
+        print("query latency (warm):")
+        query_latency(args.measure / "data")
+        composed_overlap(args.measure / "data")
+        return 0
     if not args.source.exists():
         print(f"{args.source} is absent: this benchmark needs ../shared/data/tripadvisor_hotels", file=sys.stderr)
         return 2
@@ -226,6 +305,8 @@ def main() -> int:
     print(f"floor: {tokens:,} word pieces at {rate:,.0f} word pieces/s = {floor:.1f} s "
           f"({floor / reviews * 1000:.1f} s per 1,000 reviews); full run = {full / floor:.1f}x the floor")  # fmt: skip
     try:
+        print("query latency (warm):")
+        query_latency(data_dir)
         composed_overlap(data_dir)
     except ImportError as error:  # code from before the vector cache
         print(f"composed vs joint: not measured ({error})")

@@ -83,7 +83,9 @@ class CollectionOptions:
     process); None leaves the server's default. `quantization` "int8" keeps an 8-bit copy of the dense vectors in
     RAM (4x smaller than float32) that HNSW searches first, rescoring with the full vectors: at millions of points
     the float vectors then stay on disk / page cache while the graph walk reads RAM. Env: OPRAG_QDRANT_SHARD_NUMBER,
-    OPRAG_QDRANT_REPLICATION_FACTOR, OPRAG_QDRANT_QUANTIZATION (`int8` or unset).
+    OPRAG_QDRANT_REPLICATION_FACTOR, OPRAG_QDRANT_QUANTIZATION (`int8` or unset). On Edge the quantization also
+    applies to an existing collection the next time an index step opens it (`ensure_collection`); the server's
+    options apply to collections it creates.
     """
 
     shard_number: int | None = None

@@ -220,16 +220,18 @@ def query_latency(data_dir: Path, repeats: int = 3) -> None:
                   f"filtered k=20 {_percentiles(seconds)}")  # fmt: skip
         name = f"{DOMAIN}.enriched_kb"
         shard = store._shard(name)
-        records, offset, copied = [], None, []
+        offset, copied = None, []
         e = store._edge
         while True:
             records, offset = shard.scroll(e.ScrollRequest(offset=offset, limit=2048, with_payload=True,
                                                            with_vector=True))  # fmt: skip
             for r in records:
-                vector = r.vector
-                copied.append(IndexPoint(id=str(r.id), dense=vector["dense"],
-                                         sparse=(vector["bm25"].indices, vector["bm25"].values),
-                                         payload=dict(r.payload or {})))  # fmt: skip
+                vectors = r.vector
+                copied.append(
+                    IndexPoint(
+                        id=str(r.id), dense=vectors["dense"], sparse=vectors["bm25"], payload=dict(r.payload or {})
+                    )
+                )
             if offset is None:
                 break
     with (

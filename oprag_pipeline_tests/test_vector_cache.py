@@ -227,3 +227,27 @@ def test_edge_with_int8_vectors_finds_the_same_neighbours(tmp_path: Path) -> Non
     overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(results[None], results["int8"], strict=True)])
     assert overlap >= 0.9  # rescoring with the full vectors keeps the int8 search's top-10 close to exact
     assert "quantization" in (tmp_path / "int8" / "t.kb" / "edge_config.json").read_text().lower()
+
+
+def test_enriched_points_compose_from_header_and_entity_split_text() -> None:
+    from oprag_pipeline.enrich.documents import render_enriched
+    from oprag_pipeline.index.assets import _entity_point
+    from oprag_pipeline.index.sync import point_hash
+
+    relevant = "The pool was cold and nobody fixed it."
+    text = render_enriched(
+        entity_name="pool", tier1="facilities", tier2=None, relevant_text=relevant, sentiment="negative",
+        intensity="medium", impact="low", emotions=["disappointment"], evidence_type="personal_experience",
+        sentiment_intensity=-20, author={"traveller_type": "family"},
+    )  # fmt: skip
+    row = ("d1::e1", "d1", "e1", "pool", "facilities", None, "negative", "medium", "low", ["disappointment"],
+           "personal_experience", -20, '{"traveller_type": "family"}', "hotel 1", text, relevant)  # fmt: skip
+    joint = _entity_point("t", row, enriched=True)
+    composed = _entity_point("t", row, enriched=True, dense="composed")
+    split = _entity_point("t", row, enriched=False)
+    assert joint.dense_parts is None and joint.text == composed.text == text
+    head, tail = composed.dense_parts
+    assert head + tail == text and tail == split.text == relevant and head.startswith("Entity: facilities > pool")
+    # Switching between joint and composed vectors rewrites the points; the same mode twice does not.
+    assert point_hash(text, joint.payload) != point_hash(text, composed.payload, composed.dense_parts)
+    assert point_hash(text, composed.payload, composed.dense_parts) == point_hash(text, joint.payload, (head, tail))

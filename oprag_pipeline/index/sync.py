@@ -43,13 +43,13 @@ PROGRESS_EVERY_S = 15.0
 @dataclass(frozen=True)
 class SourcePoint:
     """One point to index. `text` is stored, BM25-encoded and (by default) embedded whole. With `dense_parts`
-    (head, tail), where head + tail == text, the dense vector is composed from the two parts' vectors instead
+    (which joined give `text`), the dense vector is composed from the parts' vectors instead
     (`CachedDenseEncoder.embed_composed`)."""
 
     key: str
     text: str
     payload: dict[str, Any]
-    dense_parts: tuple[str, str] | None = None
+    dense_parts: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,10 @@ class SyncSummary:
         return self.written / self.seconds if self.seconds else 0.0
 
 
-def point_hash(text: str, payload: dict[str, Any], dense_parts: tuple[str, str] | None = None) -> str:
+def point_hash(text: str, payload: dict[str, Any], dense_parts: tuple[str, ...] | None = None) -> str:
     """What a point's stored form depends on; a composed vector differs from the joint one, so it hashes apart."""
     body = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
-    composed = "" if dense_parts is None else f"\x1ecomposed:{len(dense_parts[0])}"
+    composed = "" if dense_parts is None else "\x1ecomposed:" + ",".join(str(len(p)) for p in dense_parts)
     return hashlib.blake2b(f"{text}\x1f{body}{composed}".encode(), digest_size=12).hexdigest()
 
 

@@ -230,20 +230,22 @@ class CachedDenseEncoder:
         encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return np.minimum(np.array([len(e.ids) for e in encoded], dtype=np.float32), MAX_TOKENS - 2)
 
-    def embed_composed(self, parts: Sequence[tuple[str, str]]) -> np.ndarray:
-        """Vectors for texts given as (head, tail) pairs, from the two parts' vectors instead of the whole text.
+    def embed_composed(self, parts: Sequence[Sequence[str]]) -> np.ndarray:
+        """Vectors for texts given as their parts (e.g. a metadata header and a text), from the parts' vectors
+        instead of the whole text's.
 
-        MiniLM's sentence vector is the mean of its token vectors, so the whole text's vector is close to the
-        token-count-weighted mean of its parts' vectors (what is lost is the attention across the boundary). Each
+        MiniLM's sentence vector is the mean of its token vectors, so a whole text's vector is close to the
+        token-count-weighted mean of its parts' vectors (what is lost is the attention across the boundaries). Each
         part's vector is cached, so the few distinct metadata headers of the enriched KB are encoded once, and its
         texts are the entity-split KB's. How close this comes to the joint embedding is measured, not assumed:
         `benchmarks/bench_pipeline.py` prints the top-k overlap on the evaluation questions.
         """
-        heads = [h for h, _ in parts]
-        tails = [t for _, t in parts]
-        head_vectors, tail_vectors = self.embed_dense(heads), self.embed_dense(tails)
-        weights = self.token_counts(heads)[:, None], self.token_counts(tails)[:, None]
-        return compose_vectors(head_vectors, tail_vectors, *weights)
+        flat = [part for item in parts for part in item]
+        owner = np.repeat(np.arange(len(parts)), [len(item) for item in parts])
+        weighted = self.embed_dense(flat) * self.token_counts(flat)[:, None]
+        mixed = np.zeros((len(parts), self.dim), dtype=np.float32)
+        np.add.at(mixed, owner, weighted)
+        return mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)
 
     def flush(self) -> None:
         self.cache.flush()
@@ -253,9 +255,3 @@ class CachedDenseEncoder:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
-
-
-def compose_vectors(a: np.ndarray, b: np.ndarray, weight_a: np.ndarray, weight_b: np.ndarray) -> np.ndarray:
-    """L2-normalised weighted sums of row vectors; weights are per row, (n, 1) or scalars."""
-    mixed = np.asarray(a, dtype=np.float32) * weight_a + np.asarray(b, dtype=np.float32) * weight_b
-    return mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-12)

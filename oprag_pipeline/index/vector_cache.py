@@ -165,13 +165,14 @@ class EncodeStats:
 
 
 def cache_folder_name(embedder: Any) -> str:
-    """A folder name that changes whenever the vectors would: model, precision and the dense recipe."""
+    """A folder name that changes whenever the vectors would: the model, and for the offline MiniLM the folder
+    actually loaded (its precision, after any fallback to fp32) and its recipe."""
     from oprag_pipeline import embeddings
 
-    parts = [embedder.model_name, getattr(embedder, "precision", "") if embedder.is_offline_default else ""]
+    parts = [embedder.model_name]
     if embedder.is_offline_default:
-        parts.append(f"recipe{embeddings.DENSE_RECIPE}")
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(p for p in parts if p))
+        parts += [embeddings.ensure_dense_model_dir(embedder.precision).name, f"recipe{embeddings.DENSE_RECIPE}"]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
 
 
 class CachedDenseEncoder:

@@ -252,3 +252,54 @@ def test_enriched_points_compose_from_header_and_entity_split_text() -> None:
     # Switching between joint and composed vectors rewrites the points; the same mode twice does not.
     assert point_hash(text, joint.payload) != point_hash(text, composed.payload, composed.dense_parts)
     assert point_hash(text, composed.payload, composed.dense_parts) == point_hash(text, joint.payload, (head, tail))
+
+
+_KILLED_CHILD = """
+import sys, time
+from pathlib import Path
+from oprag_pipeline.embeddings import OfflineEmbedder
+from oprag_pipeline.index.sync import SourcePoint, sync_collection
+from oprag_pipeline.index.vector_cache import CachedDenseEncoder
+from oprag_pipeline.index.vector_store import EdgeVectorStore
+
+class Stalling(OfflineEmbedder):
+    calls = 0
+    def embed_dense(self, texts, batch_size=None):
+        Stalling.calls += 1
+        if Stalling.calls == 2:
+            print("second window", flush=True)
+            time.sleep(600)  # killed here, with the first window written
+        return super().embed_dense(texts, batch_size)
+
+root = Path(sys.argv[1])
+points = [SourcePoint(key=f"d{i}", text=f"review {i}: the lift {i} was slow", payload={}) for i in range(30)]
+embedder = Stalling()
+store = EdgeVectorStore(root / "qdrant")
+sync_collection(store, embedder, "t.raw_kb", points, window=10, encoder=CachedDenseEncoder(embedder, root / "cache"))
+"""
+
+
+def test_a_killed_sync_resumes_from_its_last_window(tmp_path: Path, embedder: OfflineEmbedder) -> None:
+    """SIGKILL mid-step (no cleanup runs): the next run keeps the written window and writes only the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})  # fmt: skip
+    try:
+        assert child.stdout.readline().strip() == "second window"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    points = [SourcePoint(key=f"d{i}", text=f"review {i}: the lift {i} was slow", payload={}) for i in range(30)]
+    counting = CountingEmbedder(embedder)
+    with EdgeVectorStore(tmp_path / "qdrant") as store:
+        resumed = sync_collection(
+            store, counting, "t.raw_kb", points, window=10, encoder=CachedDenseEncoder(counting, tmp_path / "cache")
+        )
+        assert (resumed.unchanged, resumed.written) == (10, 20)
+        assert sorted(counting.embedded) == sorted(p.text for p in points[10:])
+        assert store.count("t.raw_kb") == 30

@@ -269,6 +269,23 @@ def report(label: str, stages: list[StageResult], reviews: int) -> float:
     return total
 
 
+def incremental_rerun(
+    source_corpus: Path, work: Path, files: list[Path], reviews: int, env: dict[str, str], full: float | None
+) -> float:
+    """Add the next hotels' reviews (5% of the subset), import, and run every stage again."""
+    data_dir, source = work / "data", work / "source" / "Texts"
+    extra = choose_files(source_corpus, max(1, reviews // 20), skip=len(files))
+    added = copy_subset(extra, source)
+    print(f"incremental: +{added:,} reviews ({added / reviews:.1%}) from {len(extra)} more hotel files")
+    oprag(["--data-dir", str(data_dir), "import", "tripadvisor", str(source), "--domain", DOMAIN], env)
+    rerun = report("incremental re-run", run_stages(data_dir, env), reviews + added)
+    for kb, f in kb_figures(data_dir).items():
+        print(f"  {kb:<16} {f['points']:>9,} points  {f['written']:>9,} written  {f['embedded']:>9,} embedded")
+    if full:
+        print(f"incremental re-run / full run = {rerun / full:.2f}")
+    return rerun
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
@@ -277,7 +294,18 @@ def main() -> int:
     parser.add_argument("--no-rerun", action="store_true", help="skip the 5%% incremental re-run")
     parser.add_argument("--measure", type=Path, help="only the query and composed-vector measurements, on the "
                         "work folder of an earlier run")  # fmt: skip
+    parser.add_argument("--rerun-only", type=Path, help="only the 5%% incremental re-run, on the work folder of an "
+                        "earlier full run")  # fmt: skip
     args = parser.parse_args()
+    if args.rerun_only:
+        work = args.rerun_only
+        env = {**os.environ, "DAGSTER_HOME": str(work / "dagster_home"), "OPRAG_DATA_DIR": str(work / "data")}
+        env.setdefault("OPRAG_MODEL_DIR", str(ROOT / "data" / "models"))
+        os.environ.update({k: env[k] for k in ("DAGSTER_HOME", "OPRAG_DATA_DIR", "OPRAG_MODEL_DIR")})
+        names = {p.name for p in (work / "source" / "Texts").iterdir()}
+        files = [p for p in sorted(args.source.iterdir()) if p.name in names]
+        incremental_rerun(args.source, work, files, sum(count_reviews(p) for p in files), env, None)
+        return 0
     if args.measure:
         os.environ.update({"DAGSTER_HOME": str(args.measure / "dagster_home"),
                            "OPRAG_DATA_DIR": str(args.measure / "data")})  # fmt: skip
@@ -322,14 +350,7 @@ def main() -> int:
     except ImportError as error:  # code from before the vector cache
         print(f"composed vs joint: not measured ({error})")
     if not args.no_rerun:
-        extra = choose_files(args.source, max(1, reviews // 20), skip=len(files))
-        added = copy_subset(extra, source)
-        print(f"incremental: +{added:,} reviews ({added / reviews:.1%}) from {len(extra)} more hotel files")
-        imported = oprag(["--data-dir", str(data_dir), "import", "tripadvisor", str(source), "--domain", DOMAIN], env)
-        rerun = report("incremental re-run", run_stages(data_dir, env), reviews + added)
-        for kb, f in kb_figures(data_dir).items():
-            print(f"  {kb:<16} {f['points']:>9,} points  {f['written']:>9,} written  {f['embedded']:>9,} embedded")
-        print(f"incremental re-run / full run = {rerun / full:.2f}")
+        incremental_rerun(args.source, work, files, reviews, env, full)
     return 0
 
 

@@ -224,6 +224,9 @@ def query_latency(data_dir: Path, repeats: int = 3) -> None:
     with EdgeVectorStore(data_dir / "qdrant", optimize_on_close=False) as store:
         for kb in ("raw", "enriched", "entity_split"):
             name = f"{DOMAIN}.{kb}_kb"
+            if not store.collection_exists(name):
+                print(f"  {name}: not indexed")
+                continue
             seconds = timed(store, name, kb != "raw")
             print(f"  {name:<24} {store.count(name):>8,} points {store.segment_count(name):>3} segments  hybrid "
                   f"filtered k=20 {_percentiles(seconds)}")  # fmt: skip
@@ -253,6 +256,37 @@ def query_latency(data_dir: Path, repeats: int = 3) -> None:
         seconds = timed(quantized, name, True)
         print(f"  {name + ' int8':<24} {quantized.count(name):>8,} points {quantized.segment_count(name):>3} "
               f"segments  hybrid filtered k=20 {_percentiles(seconds)}")  # fmt: skip
+
+
+def encoder_work(data_dir: Path) -> None:
+    """Word pieces the encoder has to read, independent of machine load: every point embedded (no reuse), each
+    distinct text once (the vector cache), and each distinct text once with the enriched KB composed."""
+    import duckdb
+    from tokenizers import Tokenizer
+
+    from oprag_pipeline import settings
+    from oprag_pipeline.embeddings import MAX_TOKENS, ensure_dense_model_dir
+
+    tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+
+    def pieces(texts) -> int:
+        return sum(min(len(e.ids), MAX_TOKENS) for e in tokenizer.encode_batch(list(texts)))
+
+    with duckdb.connect(str(settings.warehouse_path(data_dir)), read_only=True) as conn:
+        raw = [r[0] for r in conn.execute("SELECT text FROM raw_chunks WHERE domain = ?", [DOMAIN]).fetchall()]
+        enriched = conn.execute("SELECT text, relevant_text FROM enriched_entity_docs WHERE domain = ?",
+                                [DOMAIN]).fetchall()  # fmt: skip
+    joint = [t for t, _ in enriched]
+    split = [r for _, r in enriched]
+    headers = {t[: len(t) - len(r)] for t, r in enriched}
+    every = pieces(raw) + pieces(joint) + pieces(split)
+    distinct = set(raw) | set(joint) | set(split)
+    composed = set(raw) | set(split) | headers
+    print(f"encoder work: every point {len(raw) + 2 * len(joint):,} texts / {every:,} word pieces; distinct texts "
+          f"{len(distinct):,} / {pieces(distinct):,}; with the enriched KB composed {len(composed):,} / "
+          f"{pieces(composed):,}")  # fmt: skip
 
 
 def copy_subset(files: list[Path], target: Path) -> int:
@@ -310,6 +344,7 @@ def main() -> int:
         os.environ.update({"DAGSTER_HOME": str(args.measure / "dagster_home"),
                            "OPRAG_DATA_DIR": str(args.measure / "data")})  # fmt: skip
         os.environ.setdefault("OPRAG_MODEL_DIR", str(ROOT / "data" / "models"))
+        encoder_work(args.measure / "data")
         print("query latency (warm):")
         query_latency(args.measure / "data")
         composed_overlap(args.measure / "data")
@@ -341,6 +376,7 @@ def main() -> int:
         print(f"  {kb:<16} {f['points']:>9,} points  {f['written']:>9,} written  {f['embedded']:>9,} texts embedded")
     print(f"  distinct texts embedded in all: {sum(f['embedded'] for f in figures.values()):,}")
     floor, tokens, rate = floor_seconds(data_dir)
+    encoder_work(data_dir)
     print(f"floor: {tokens:,} word pieces at {rate:,.0f} word pieces/s = {floor:.1f} s "
           f"({floor / reviews * 1000:.1f} s per 1,000 reviews); full run = {full / floor:.1f}x the floor")  # fmt: skip
     try:

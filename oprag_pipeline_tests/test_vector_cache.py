@@ -170,7 +170,7 @@ def test_embedder_runs_on_what_the_machine_offers(embedder: OfflineEmbedder) -> 
     assert embedder.providers == acc.select_providers()
 
 
-def test_server_collection_options_are_passed_through(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_collection_options_are_passed_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """shard_number / replication_factor / quantization reach the client's create_collection (qdrant-client's local
     mode accepts and ignores the cluster options, so the call itself is what is checked)."""
     from qdrant_client import QdrantClient
@@ -196,10 +196,12 @@ def test_server_collection_options_are_passed_through(monkeypatch: pytest.Monkey
     assert len(calls) == 1 and store.count("t.raw_kb") == 0
     store.close()
 
-    resource = VectorStoreResource(data_dir="/unused", url="http://127.0.0.1:9", shard_number=3)
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    resource = VectorStoreResource(data_dir=str(tmp_path), shard_number=3)
     monkeypatch.delenv("OPRAG_QDRANT_REPLICATION_FACTOR")
-    opened = resource.open_store()
-    assert opened.options == CollectionOptions(shard_number=3)  # the resource's field wins over the environment
+    assert resource.collection_options() == CollectionOptions(shard_number=3)  # its field wins over the environment
+    opened = resource.open_store()  # no QDRANT_URL: the embedded store, with the same options
+    assert isinstance(opened, EdgeVectorStore) and opened.options == CollectionOptions(shard_number=3)
     opened.close()
     monkeypatch.setenv("OPRAG_QDRANT_SHARD_NUMBER", "zero")
     with pytest.raises(ValueError, match="OPRAG_QDRANT_SHARD_NUMBER"):

@@ -963,12 +963,15 @@ class VectorStoreResource(ConfigurableResource):
 
     _opened: list[VectorStore] = PrivateAttr(default_factory=list)
 
-    def open_store(self) -> VectorStore:
-        """Open the configured store (caller may close it; it is closed at teardown anyway)."""
-        options = CollectionOptions.from_env(
+    def collection_options(self) -> CollectionOptions:
+        """The resource's fields, where set, over the environment's settings."""
+        return CollectionOptions.from_env(
             shard_number=self.shard_number, replication_factor=self.replication_factor, quantization=self.quantization
         )
-        store = open_vector_store(Path(self.data_dir), url=self.url, options=options)
+
+    def open_store(self) -> VectorStore:
+        """Open the configured store (caller may close it; it is closed at teardown anyway)."""
+        store = open_vector_store(Path(self.data_dir), url=self.url, options=self.collection_options())
         self._opened.append(store)
         return store
 

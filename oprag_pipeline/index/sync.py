@@ -37,7 +37,8 @@ def collection_name(domain: str, kb: str) -> str:
 # it; small enough that a progress line comes every few seconds on a fast machine (~8 s at 130 texts/s) and the
 # window's vectors and payloads stay a few MB. Repeats across windows are found in the cache.
 EMBED_WINDOW = 1024
-# A progress line at least this often (seconds), so a step of an hour shows its rate and ETA all along.
+# At most one progress line per this many seconds (checked after each window): an hour-long step shows its rate
+# and ETA all along in a few hundred lines, not one per window.
 PROGRESS_EVERY_S = 15.0
 
 

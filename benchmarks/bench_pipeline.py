@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -308,8 +309,14 @@ def incremental_rerun(
 ) -> float:
     """Add the next hotels' reviews (5% of the subset), import, and run every stage again."""
     data_dir, source = work / "data", work / "source" / "Texts"
-    extra = choose_files(source_corpus, max(1, reviews // 20), skip=len(files))
-    added = copy_subset(extra, source)
+    wanted = max(1, reviews // 20)
+    extra = choose_files(source_corpus, wanted, skip=len(files))
+    added = 0
+    for path in extra:  # whole files but the last, which is cut after the review that reaches 5%
+        blocks = re.split(r"(?m)^(?=<Author>)", path.read_text(errors="replace"))
+        keep = [b for b in blocks if b.strip()][: wanted - added]
+        (source / path.name).write_text("".join(keep))
+        added += sum(b.count("<Content>") for b in keep)
     print(f"incremental: +{added:,} reviews ({added / reviews:.1%}) from {len(extra)} more hotel files")
     oprag(["--data-dir", str(data_dir), "import", "tripadvisor", str(source), "--domain", DOMAIN], env)
     rerun = report("incremental re-run", run_stages(data_dir, env), reviews + added)

@@ -261,7 +261,7 @@ class EnrichedKbConfig(Config):
         default=os.environ.get(ENRICHED_DENSE_ENV, "joint"),  # type: ignore[arg-type]
         description="'joint': metadata header and text embedded together, as in the reference study. 'composed': "
         "the token-weighted mean of the header's and the text's cached vectors, no encoder pass per document "
-        "(benchmarks/bench_pipeline.py measures its top-k overlap with 'joint': 0.54 at k=10 on TripAdvisor, so "
+        "(benchmarks/bench_pipeline.py measures its top-k overlap with 'joint': 0.35 at k=10 on TripAdvisor, so "
         "it changes what the evaluation compares). Env OPRAG_ENRICHED_DENSE.",
     )
 

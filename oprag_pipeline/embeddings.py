@@ -692,6 +692,7 @@ class OfflineEmbedder:
                 raise ValueError(f"precision must be one of {sorted(DENSE_VARIANTS)}, not {value!r}")
         self.dense_model_dirs: dict[str, Path] = {}  # "document" / "query" -> assembled folder, once loaded
         self._dense: dict[str, Any] = {}  # folder (or model name) -> TextEmbedding
+        self.providers: list[str] = []  # onnxruntime providers of the dense session, once loaded
         self._sparse: Any = None
         self._dim: int | None = DENSE_DIM if self.is_offline_default else None
 
@@ -721,9 +722,14 @@ class OfflineEmbedder:
         else:
             key = self.model_name
         if key not in self._dense:
+            from oprag_pipeline.accelerators import create_session
+
             if not self.is_offline_default:
                 logger.info("loading %s through fastembed's download path", self.model_name)
-            self._dense[key] = TextEmbedding(self.model_name, **kwargs)
+            # A GPU through onnxruntime's CUDA provider when one is usable, else the CPU (accelerators.py).
+            self._dense[key], self.providers = create_session(
+                lambda providers: TextEmbedding(self.model_name, providers=providers, **kwargs)
+            )
         return self._dense[key]
 
     def _dense_run(self, texts: Sequence[str], batch_size: int | None, query: bool) -> np.ndarray:

@@ -399,7 +399,9 @@ class AspectSentimentModel:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        from oprag_pipeline.accelerators import create_session
+
+        session, _ = create_session(lambda providers: ort.InferenceSession(str(path), options, providers=providers))
         meta_path = directory / "model_meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         temperature = float(meta.get("temperature", 1.0))

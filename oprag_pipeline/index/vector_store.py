@@ -61,6 +61,55 @@ logger = logging.getLogger(__name__)
 
 QDRANT_URL_ENV = "QDRANT_URL"
 QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
+SHARD_NUMBER_ENV = "OPRAG_QDRANT_SHARD_NUMBER"
+REPLICATION_FACTOR_ENV = "OPRAG_QDRANT_REPLICATION_FACTOR"
+QUANTIZATION_ENV = "OPRAG_QDRANT_QUANTIZATION"
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name}={raw!r}: expected a whole number >= 1")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class CollectionOptions:
+    """How new collections are laid out, beyond the fixed vectors and indexes.
+
+    `shard_number` / `replication_factor` apply to a Qdrant server or cluster only (Edge is one shard in one
+    process); None leaves the server's default. `quantization` "int8" keeps an 8-bit copy of the dense vectors in
+    RAM (4x smaller than float32) that HNSW searches first, rescoring with the full vectors: at millions of points
+    the float vectors then stay on disk / page cache while the graph walk reads RAM. Env: OPRAG_QDRANT_SHARD_NUMBER,
+    OPRAG_QDRANT_REPLICATION_FACTOR, OPRAG_QDRANT_QUANTIZATION (`int8` or unset). On Edge the quantization also
+    applies to an existing collection the next time an index step opens it (`ensure_collection`); the server's
+    options apply to collections it creates.
+    """
+
+    shard_number: int | None = None
+    replication_factor: int | None = None
+    quantization: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.quantization not in (None, "int8"):
+            raise ValueError(f"quantization must be 'int8' or unset, not {self.quantization!r}")
+        for name in ("shard_number", "replication_factor"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, not {value}")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> CollectionOptions:
+        values = {
+            "shard_number": _env_int(SHARD_NUMBER_ENV),
+            "replication_factor": _env_int(REPLICATION_FACTOR_ENV),
+            "quantization": (os.environ.get(QUANTIZATION_ENV) or "").strip().lower() or None,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
 
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
@@ -361,6 +410,7 @@ class EdgeVectorStore:
         max_segment_kb: int | None = None,
         optimize_every: int = _EDGE_OPTIMIZE_EVERY,
         indexing_threshold_kb: int | None = None,
+        options: CollectionOptions | None = None,
     ) -> None:
         import qdrant_edge
 
@@ -377,6 +427,7 @@ class EdgeVectorStore:
         # Segments below this many KB of vectors are searched exactly and left alone by the optimizer (None: the
         # engine's default, ~10 MB); tests lower it to exercise segment building on a few hundred points.
         self.indexing_threshold_kb = indexing_threshold_kb
+        self.options = options or CollectionOptions.from_env()
         self._written_since_optimize: dict[str, int] = {}
         self._shards: dict[str, qdrant_edge.EdgeShard] = {}
         self._indexed: dict[str, dict[str, str]] = {}
@@ -403,9 +454,14 @@ class EdgeVectorStore:
                 "on_disk_payload": True,
                 "hnsw_config": e.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, on_disk=True),
             }
+        quantization = None
+        if self.options.quantization == "int8":
+            quantization = e.ScalarQuantizationConfig(e.ScalarType.Int8, always_ram=True)
         return e.EdgeConfig(
             vectors={
-                DENSE_VECTOR: e.EdgeVectorParams(size=dense_dim, distance=e.Distance.Cosine, on_disk=self.on_disk)
+                DENSE_VECTOR: e.EdgeVectorParams(
+                    size=dense_dim, distance=e.Distance.Cosine, on_disk=self.on_disk, quantization_config=quantization
+                )
             },
             sparse_vectors={SPARSE_VECTOR: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)},
             optimizers=optimizers,
@@ -512,6 +568,10 @@ class EdgeVectorStore:
 
     def count(self, name: str) -> int:
         return int(self._shard(name).count(self._edge.CountRequest(exact=True)))
+
+    def segment_count(self, name: str) -> int:
+        """Segments of the collection: each is one more graph (and sparse index) a query searches."""
+        return int(self._shard(name).info().segments_count)
 
     def existing_payload_hashes(self, name: str) -> dict[str, str]:
         shard = self._shard(name)
@@ -638,10 +698,11 @@ class ClientVectorStore:
     reason the local mode is only used to test this adapter.
     """
 
-    def __init__(self, client: QdrantClient) -> None:
+    def __init__(self, client: QdrantClient, options: CollectionOptions | None = None) -> None:
         from qdrant_client.http import models
 
         self.client = client
+        self.options = options or CollectionOptions.from_env()
         self._models = models
         options = client.init_options
         self._local = bool(options.get("path")) or options.get("location") == ":memory:"
@@ -699,10 +760,21 @@ class ClientVectorStore:
                 size = None if existing is None else existing.size
                 raise ValueError(f"collection {name!r} has dense dimension {size}, not {dense_dim}")
         else:
+            quantization = None
+            if self.options.quantization == "int8":
+                quantization = m.ScalarQuantization(
+                    scalar=m.ScalarQuantizationConfig(type=m.ScalarType.INT8, always_ram=True)
+                )
             self.client.create_collection(
                 name,
-                vectors_config={DENSE_VECTOR: m.VectorParams(size=dense_dim, distance=m.Distance.COSINE)},
+                vectors_config={
+                    DENSE_VECTOR: m.VectorParams(
+                        size=dense_dim, distance=m.Distance.COSINE, quantization_config=quantization
+                    )
+                },
                 sparse_vectors_config={SPARSE_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                shard_number=self.options.shard_number,
+                replication_factor=self.options.replication_factor,
             )
             logger.info("created vector collection %s (dense %d-d)", name, dense_dim)
         self._create_indexes(name, _STANDARD_INDEXES)
@@ -843,11 +915,12 @@ class ClientVectorStore:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def open_vector_store(data_dir: Path, url: str | None = None) -> VectorStore:
+def open_vector_store(data_dir: Path, url: str | None = None, options: CollectionOptions | None = None) -> VectorStore:
     """The store the pipeline uses: a Qdrant server when `url` or `QDRANT_URL` is set (with `QDRANT_API_KEY` if
     present), else the embedded Edge store under `data_dir/qdrant`. The API key is read from the environment only
-    and never logged."""
+    and never logged. `options` (default: from the environment) lay out collections created from now on."""
     url = url or os.environ.get(QDRANT_URL_ENV) or None
+    options = options or CollectionOptions.from_env()
     if url:
         from qdrant_client import QdrantClient
 
@@ -855,10 +928,10 @@ def open_vector_store(data_dir: Path, url: str | None = None) -> VectorStore:
         logger.info("vector store: Qdrant server at %s (api key %s)", _redact_url(url), "set" if api_key else "unset")
         # 60 s rather than the client's 5 s default: `wait=True` writes and payload-index builds on a large
         # collection legitimately take longer than that.
-        return ClientVectorStore(QdrantClient(url=url, api_key=api_key, timeout=60))
+        return ClientVectorStore(QdrantClient(url=url, api_key=api_key, timeout=60), options)
     root = Path(data_dir) / "qdrant"
     logger.info("vector store: embedded Qdrant Edge at %s", root)
-    return EdgeVectorStore(root)
+    return EdgeVectorStore(root, options=options)
 
 
 class VectorStoreResource(ConfigurableResource):
@@ -873,12 +946,32 @@ class VectorStoreResource(ConfigurableResource):
     url: str | None = Field(
         default=None, description="Qdrant server URL; unset uses QDRANT_URL, and if that is unset the embedded store."
     )
+    shard_number: int | None = Field(
+        default=None,
+        description="Shards per new collection on a Qdrant server/cluster "
+        "(unset: OPRAG_QDRANT_SHARD_NUMBER, else the server's default).",
+    )
+    replication_factor: int | None = Field(
+        default=None,
+        description="Replicas per shard on a Qdrant cluster "
+        "(unset: OPRAG_QDRANT_REPLICATION_FACTOR, else the server's default).",
+    )
+    quantization: str | None = Field(
+        default=None,
+        description="'int8': an 8-bit copy of the dense vectors in RAM (unset: OPRAG_QDRANT_QUANTIZATION).",
+    )
 
     _opened: list[VectorStore] = PrivateAttr(default_factory=list)
 
+    def collection_options(self) -> CollectionOptions:
+        """The resource's fields, where set, over the environment's settings."""
+        return CollectionOptions.from_env(
+            shard_number=self.shard_number, replication_factor=self.replication_factor, quantization=self.quantization
+        )
+
     def open_store(self) -> VectorStore:
         """Open the configured store (caller may close it; it is closed at teardown anyway)."""
-        store = open_vector_store(Path(self.data_dir), url=self.url)
+        store = open_vector_store(Path(self.data_dir), url=self.url, options=self.collection_options())
         self._opened.append(store)
         return store
 

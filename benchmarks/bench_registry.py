@@ -278,7 +278,7 @@ def _entities(registry) -> list[RegistryEntity]:
 
 def _mentions(built: Built, documents: Sequence[tuple[str, str]]) -> dict[str, list[tuple[str, int, int]]]:
     matcher = AliasMatcher(built.entities)
-    return {doc_id: matcher.find(text) for doc_id, text in documents}
+    return {doc_id: matcher.mentions(text) for doc_id, text in documents}
 
 
 PRONOUNS = frozenset("it they them this that these those one ones it's its their mine this one".split())
@@ -334,7 +334,7 @@ def rated_scores(corpus: RatedCorpus, built: Built) -> dict[str, float]:
     pairs = covered = bounded = covered_in_bound = 0
     per_aspect: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for doc_id, text in corpus.documents:
-        in_text = {aspect for aspect, _, _ in term_matcher.find(text)}
+        in_text = {aspect for aspect, _, _ in term_matcher.mentions(text)}
         entities = {entity for entity, _, _ in found[doc_id]}
         for aspect in corpus.ratings.get(doc_id, {}):
             hit = bool(aspect_entities.get(aspect, set()) & entities)
@@ -435,7 +435,7 @@ def main() -> None:
                 matcher = AliasMatcher(built.entities)
                 started = time.perf_counter()
                 for _, text in timing.documents:
-                    matcher.find(text)
+                    matcher.mentions(text)
                 per_second = len(timing.documents) / (time.perf_counter() - started)
                 print(
                     f"build time, {timing.name}, {label}: {built.seconds:.1f} s for the registry "

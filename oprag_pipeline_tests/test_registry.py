@@ -327,3 +327,11 @@ def test_a_compound_with_a_light_head_is_its_modifier() -> None:
     assert distances[0, 1] == 0.0 and distances[2, 3] == 0.0
     assert distances[4, 5] == 2.0  # an ordinary compound never joins its modifier
     assert distances[0, 6] == 1.0  # and its head is left to the embeddings, as for any compound
+
+
+def test_words_after_a_degree_adverb_or_an_infinitive_to_are_not_targets() -> None:
+    assert phrases_in("The fabric is very stretchy and the color is great.") == ["fabric", "color"]
+    assert "shimmery" not in phrases_in("Great dress, so shimmery!")
+    assert phrases_in("Great to work in, and easy to dance in.") == []
+    assert phrases_in("We went to dinner, the steak was great.") == ["steak"]  # "dinner" is no verb
+    assert phrases_in("The other was cute, the strap was flimsy.") == ["strap"]  # "other" is a pronoun

@@ -93,7 +93,8 @@ GENERIC = frozenset(
     """
     thing way lot bit kind sort end rest fact part side one reason point people person guy everything anything
     nothing something experience review question problem issue case number couple while stuff word matter idea
-    aspect bunch anyone someone everyone nobody half right plenty share notch world others none need tons complaint
+    aspect bunch anyone someone everyone nobody half right plenty share notch world others other none need tons
+    complaint
     """.split()
 )
 
@@ -157,6 +158,8 @@ _LIKERS = frozenset(
     "i we you they he she not n't don't didn't doesn't do did does would really also still just".split()
 )
 _PRONOUNS = frozenset("i you he she it we they this that there who which".split())
+# Adverbs of degree: English puts an adjective or an adverb after them, never a noun ("so soft", "very stretchy").
+DEGREE_ADVERBS = frozenset("so very too really extremely incredibly fairly somewhat slightly overly super".split())
 # Prepositions of place: a bare proper noun right after one is a place's name ("in Boston", "near Soho", "to
 # Paris"); products and brands take a determiner or a possessive ("on my Kindle", "the iPad").
 PLACE_PREPOSITIONS = frozenset("in at near from to around outside inside across towards toward downtown".split())
@@ -338,6 +341,10 @@ def _is_noun(token: str, lowered: str, tag: str, previous: str | None, following
     if lowered in BOUNDARY and "NOUN" not in lemmas:  # closed-class words; "the look", "the use" stay nouns
         return False
     after_determiner = previous in DETERMINERS
+    if previous in DEGREE_ADVERBS:  # "so shimmery", "very stretchy": degree adverbs grade adjectives, never nouns
+        return False
+    if previous == "to" and "VERB" in lemmas:  # "great to work in", "easy to check": the infinitive
+        return False
     if lowered.endswith("ing") and following in COPULAS and previous not in _PRONOUNS and previous not in COPULAS:
         # A gerund that is the subject of a copula is a noun: "the waiting was endless", "dining there was a joy",
         # "parking is easy". The progressive ("it is working", "we were waiting") puts the copula before it.
@@ -386,6 +393,8 @@ def target_mentions(text: str) -> list[TargetMention]:
             if word in lexicon
             or tags[i] in {"JJ", "JJR", "JJS"}
             or (word == "like" and i and lowered[i - 1] in _LIKERS)
+            # what a degree adverb grades is an adjective, lexicon or not: "very stretchy", "so shimmery"
+            or (i and lowered[i - 1] in DEGREE_ADVERBS and word.isalpha() and word not in BOUNDARY)
         ]
         i = 0
         n = len(tokens)

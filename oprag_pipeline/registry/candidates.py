@@ -17,7 +17,10 @@ What is *not* a target, whatever the domain (English grammar and general vocabul
 verbs the tagger mistakes for plural nouns ("it works"), time expressions ("weekend", "last night", months), the
 events of a visit itself ("stay", "trip"), people who are company rather than service ("my wife", "our kids"),
 and nouns too general to name anything ("thing", "lot"). The product or place itself ("hotel", "laptop",
-"place") stays, as one entity.
+"place") stays, as one entity. Grammar settles a few tags the tagger gets wrong: what a degree adverb grades is an
+adjective ("so shimmery"), a verb after "to" is the infinitive ("great to work in"), a gerund that is the subject of
+a copula is a noun ("the waiting was endless"), and a proper noun written mostly right after a preposition of place
+("in Boston") is where the author was, not a target (products take a determiner: "my Kindle").
 
 Multi-word targets are kept whole ("battery life", "front desk", "room service") and linked to their head noun:
 `Candidate.head` names the head's key, and a compound too rare to be a target of its own lends its mentions to its

@@ -335,3 +335,12 @@ def test_words_after_a_degree_adverb_or_an_infinitive_to_are_not_targets() -> No
     assert phrases_in("Great to work in, and easy to dance in.") == []
     assert phrases_in("We went to dinner, the steak was great.") == ["steak"]  # "dinner" is no verb
     assert phrases_in("The other was cute, the strap was flimsy.") == ["strap"]  # "other" is a pronoun
+
+
+def test_a_word_written_open_hyphenated_or_closed_is_one_target() -> None:
+    from oprag_pipeline.registry.taxonomy import combined_distances
+
+    keys = ["wi-fi", "wifi", "air con", "aircon", "car", "care"]
+    distances = combined_distances(keys, np.eye(len(keys)))
+    assert distances[0, 1] == 0.0 and distances[2, 3] == 0.0
+    assert distances[4, 5] == 1.0

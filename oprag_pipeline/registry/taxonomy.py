@@ -95,6 +95,8 @@ def _string_distance(a: str, b: str) -> float:
     Short words are never merged on spelling alone ("light" and "flight" are different things), and typos rarely
     touch the first letter, so both are required besides a high similarity ratio.
     """
+    if a.replace("-", "").replace(" ", "") == b.replace("-", "").replace(" ", ""):
+        return 0.0  # one word written open, hyphenated or closed: "wi-fi" / "wifi", "air con" / "aircon"
     if min(len(a), len(b)) < 6 or a[0] != b[0]:
         return 1.0
     return 0.0 if SequenceMatcher(None, a, b).ratio() >= 0.9 else 1.0

@@ -6,10 +6,12 @@ the real MiniLM embedder is exercised by the enrichment chain's Dagster test.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
-from oprag_pipeline.registry.candidates import candidate_key, mine_candidates, normalise_word, phrases_in
+from oprag_pipeline.registry.candidates import Candidate, candidate_key, mine_candidates, normalise_word, phrases_in
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, build_entities, update_registry
 
 # concept axes: 0 front desk, 1 check-in, 2 breakfast, 3 coffee, 4 pool, 5 parking; nearby axes share a tier
@@ -270,3 +272,75 @@ def test_the_sample_is_sized_by_sentences_not_documents() -> None:
     assert len(_sampled(short, sentences=40, min_documents=5, max_documents=12)) == 12  # the cap
     both_scopes = _sampled(short, **budget)
     assert sum(int(doc[3:]) % 2 for doc in both_scopes) == 20  # stratified: each scope gets its share
+
+
+def test_a_gerund_that_is_the_subject_of_a_copula_is_a_target() -> None:
+    assert phrases_in("The waiting was endless.") == ["waiting"]
+    assert phrases_in("Parking was easy. Dining was a joy.") == ["parking", "dining"]
+    # the progressive puts the copula before the -ing form: a verb, not a target
+    assert phrases_in("We were waiting for ages, it was awful.") == []
+    assert phrases_in("It is working fine now.") == []
+
+
+def test_place_names_after_a_preposition_of_place_are_not_targets() -> None:
+    docs = [(f"p{i}", f"We spent a week in Lisbon. Lisbon is lovely and the tram {i} was slow.") for i in range(4)]
+    docs += [(f"k{i}", "I read it on my Kindle. The Kindle is great.") for i in range(4)]
+    keys = {c.key for c in mine_candidates(docs, min_doc_frequency=3)}
+    assert "lisbon" not in keys  # written after "in" in most of its mentions: where the author was
+    assert "kindle" in keys  # a product takes a determiner or a possessive
+
+
+def test_an_acronym_joins_the_one_expansion_its_initials_spell() -> None:
+    from oprag_pipeline.registry.candidates import acronym_links
+    from oprag_pipeline.registry.taxonomy import combined_distances
+
+    docs = [(f"a{i}", "The TV was huge. The AC was noisy.") for i in range(3)]
+    docs += [(f"b{i}", "The air conditioning was weak. The tea cup was cute.") for i in range(3)]
+    candidates = mine_candidates(docs, min_doc_frequency=3)
+    links = set(acronym_links(candidates))
+    assert links == {("ac", "air conditioning")}  # "tea cup" spells TC, and nothing spells TV
+    clipped = Candidate("air con", aliases=Counter({"air con": 3}), doc_ids={"x"})
+    assert set(acronym_links([*candidates, clipped])) == {("ac", "air conditioning"), ("ac", "air con")}
+    keys = [c.key for c in candidates]
+    far = np.eye(len(keys))
+    distances = combined_distances(keys, far, sorted(links))
+    assert distances[keys.index("ac"), keys.index("air conditioning")] == 0.0
+    assert distances[keys.index("tv"), keys.index("air conditioning")] > 0.5
+
+
+def test_an_acronym_with_two_expansions_or_in_lower_case_links_to_none() -> None:
+    from oprag_pipeline.registry.candidates import acronym_links
+
+    two = [(f"a{i}", "The PC was slow. The power cord was short. The price check was rude.") for i in range(3)]
+    assert acronym_links(mine_candidates(two, min_doc_frequency=3)) == []
+    lower = [(f"b{i}", "The pc was slow. The power cord was short.") for i in range(3)]
+    assert acronym_links(mine_candidates(lower, min_doc_frequency=3)) == []
+    hyphen = [(f"c{i}", "The AC was noisy. The add-on charges were steep.") for i in range(3)]
+    assert acronym_links(mine_candidates(hyphen, min_doc_frequency=3)) == []  # add-on charge spells AOC
+
+
+def test_a_compound_with_a_light_head_is_its_modifier() -> None:
+    from oprag_pipeline.registry.taxonomy import combined_distances
+
+    keys = ["housekeeping team", "housekeeping", "pool area", "pool", "router table", "router", "team"]
+    distances = combined_distances(keys, np.eye(len(keys)))
+    assert distances[0, 1] == 0.0 and distances[2, 3] == 0.0
+    assert distances[4, 5] == 2.0  # an ordinary compound never joins its modifier
+    assert distances[0, 6] == 1.0  # and its head is left to the embeddings, as for any compound
+
+
+def test_words_after_a_degree_adverb_or_an_infinitive_to_are_not_targets() -> None:
+    assert phrases_in("The fabric is very stretchy and the color is great.") == ["fabric", "color"]
+    assert "shimmery" not in phrases_in("Great dress, so shimmery!")
+    assert phrases_in("Great to work in, and easy to dance in.") == []
+    assert phrases_in("We went to dinner, the steak was great.") == ["steak"]  # "dinner" is no verb
+    assert phrases_in("The other was cute, the strap was flimsy.") == ["strap"]  # "other" is a pronoun
+
+
+def test_a_word_written_open_hyphenated_or_closed_is_one_target() -> None:
+    from oprag_pipeline.registry.taxonomy import combined_distances
+
+    keys = ["wi-fi", "wifi", "air con", "aircon", "car", "care"]
+    distances = combined_distances(keys, np.eye(len(keys)))
+    assert distances[0, 1] == 0.0 and distances[2, 3] == 0.0
+    assert distances[4, 5] == 1.0

@@ -17,7 +17,10 @@ What is *not* a target, whatever the domain (English grammar and general vocabul
 verbs the tagger mistakes for plural nouns ("it works"), time expressions ("weekend", "last night", months), the
 events of a visit itself ("stay", "trip"), people who are company rather than service ("my wife", "our kids"),
 and nouns too general to name anything ("thing", "lot"). The product or place itself ("hotel", "laptop",
-"place") stays, as one entity.
+"place") stays, as one entity. Grammar settles a few tags the tagger gets wrong: what a degree adverb grades is an
+adjective ("so shimmery"), a verb after "to" is the infinitive ("great to work in"), a gerund that is the subject of
+a copula is a noun ("the waiting was endless"), and a proper noun written mostly right after a preposition of place
+("in Boston") is where the author was, not a target (products take a determiner: "my Kindle").
 
 Multi-word targets are kept whole ("battery life", "front desk", "room service") and linked to their head noun:
 `Candidate.head` names the head's key, and a compound too rare to be a target of its own lends its mentions to its
@@ -92,7 +95,8 @@ GENERIC = frozenset(
     """
     thing way lot bit kind sort end rest fact part side one reason point people person guy everything anything
     nothing something experience review question problem issue case number couple while stuff word matter idea
-    aspect bunch anyone someone everyone nobody half right plenty share notch world others none need tons complaint
+    aspect bunch anyone someone everyone nobody half right plenty share notch world others other none need tons
+    complaint
     """.split()
 )
 
@@ -156,6 +160,13 @@ _LIKERS = frozenset(
     "i we you they he she not n't don't didn't doesn't do did does would really also still just".split()
 )
 _PRONOUNS = frozenset("i you he she it we they this that there who which".split())
+# Adverbs of degree: English puts an adjective or an adverb after them, never a noun ("so soft", "very stretchy").
+DEGREE_ADVERBS = frozenset("so very too really extremely incredibly fairly somewhat slightly overly super".split())
+# Prepositions of place: a bare proper noun right after one is a place's name ("in Boston", "near Soho", "to
+# Paris"); products and brands take a determiner or a possessive ("on my Kindle", "the iPad").
+PLACE_PREPOSITIONS = frozenset("in at near from to around outside inside across towards toward downtown".split())
+_ACRONYM = re.compile(r"[A-Z]{2,5}")
+"""An acronym is written in two to five capitals ("AC", "TV", "PPC"); longer runs of capitals are shouting."""
 _CLAUSE_BREAKS = frozenset([*'.!?;:()"', "but", "although", "though", "whereas", "however"])
 
 
@@ -184,6 +195,7 @@ class Candidate:
     doc_ids: set[str] = field(default_factory=set)
     label: str | None = None  # a fixed name: a quality named by its adjectives, or the name stored by the registry
     head: str | None = None
+    acronym_mentions: int = 0  # mentions written in capitals ("the AC"): see `acronym_links`
 
     @property
     def doc_frequency(self) -> int:
@@ -308,6 +320,10 @@ def sentences_of(text: str) -> list[list[str]]:
     return sentences
 
 
+def _at(words: Sequence[str], index: int) -> str | None:
+    return words[index] if index < len(words) else None
+
+
 def _not_a_target(word: str) -> bool:
     """The word, or any noun lemma of it ("minutes" is a noun of its own and the plural of "minute"), is a time,
     event, companion or generic noun."""
@@ -324,15 +340,25 @@ class TargetMention:
     words: tuple[str, ...]
     opinionated: bool
     proper: bool
+    acronym: bool = False  # one word of two to five capitals ("AC", "PPC"), not sentence-initial "I"
+    place_name: bool = False  # a proper noun right after a preposition of place, no determiner: "in Boston"
 
 
-def _is_noun(token: str, lowered: str, tag: str, previous: str | None) -> bool:
+def _is_noun(token: str, lowered: str, tag: str, previous: str | None, following: str | None = None) -> bool:
     if not _is_content(token) or lowered in DETERMINERS or lowered in _CONTRACTION_TAILS:
         return False
     lemmas = _lemmas(lowered)
     if lowered in BOUNDARY and "NOUN" not in lemmas:  # closed-class words; "the look", "the use" stay nouns
         return False
     after_determiner = previous in DETERMINERS
+    if previous in DEGREE_ADVERBS:  # "so shimmery", "very stretchy": degree adverbs grade adjectives, never nouns
+        return False
+    if previous == "to" and "VERB" in lemmas:  # "great to work in", "easy to check": the infinitive
+        return False
+    if lowered.endswith("ing") and following in COPULAS and previous not in _PRONOUNS and previous not in COPULAS:
+        # A gerund that is the subject of a copula is a noun: "the waiting was endless", "dining there was a joy",
+        # "parking is easy". The progressive ("it is working", "we were waiting") puts the copula before it.
+        return True
     if not tag.startswith("NN"):
         # Right after a determiner English puts a noun or an adjective, so a word tagged as a verb or a preposition
         # there is a noun the tagger read without context ("at the bar", "the wait was long", "the parking"), and
@@ -377,13 +403,16 @@ def target_mentions(text: str) -> list[TargetMention]:
             if word in lexicon
             or tags[i] in {"JJ", "JJR", "JJS"}
             or (word == "like" and i and lowered[i - 1] in _LIKERS)
+            # what a degree adverb grades is an adjective, lexicon or not: "very stretchy", "so shimmery"
+            or (i and lowered[i - 1] in DEGREE_ADVERBS and word.isalpha() and word not in BOUNDARY)
         ]
         i = 0
         n = len(tokens)
         while i < n:
             previous = lowered[i - 1] if i else None
+            following = _at(lowered, i + 1)
             if (
-                not _is_noun(tokens[i], lowered[i], tags[i], previous)
+                not _is_noun(tokens[i], lowered[i], tags[i], previous, following)
                 or abs(lexicon.get(lowered[i], 0)) >= STRONG_OPINION
             ):
                 i += 1
@@ -391,7 +420,7 @@ def target_mentions(text: str) -> list[TargetMention]:
             j = i
             while (
                 j + 1 < n
-                and _is_noun(tokens[j + 1], lowered[j + 1], tags[j + 1], lowered[j])
+                and _is_noun(tokens[j + 1], lowered[j + 1], tags[j + 1], lowered[j], _at(lowered, j + 2))
                 and not (abs(lexicon.get(lowered[j + 1], 0)) >= STRONG_OPINION)
                 # a name does not continue a common noun ("our waitress Kim"), nor the reverse
                 and tokens[j + 1][:1].isupper() == (tokens[j][:1].isupper() and (j > 0 or tags[j].startswith("NNP")))
@@ -403,8 +432,10 @@ def target_mentions(text: str) -> list[TargetMention]:
             )
             proper = all(tags[k].startswith("NNP") and tokens[k][:1].isupper() for k in range(start, j + 1))
             words = tuple(lowered[start : j + 1])
+            acronym = start == j and _ACRONYM.fullmatch(tokens[j]) is not None
+            place_name = proper and start > 0 and lowered[start - 1] in PLACE_PREPOSITIONS
             if not _not_a_target(words[-1]) and len(words[-1]) > 1:
-                found.append(TargetMention(words, opinionated, proper))
+                found.append(TargetMention(words, opinionated, proper and not acronym, acronym, place_name))
             i = j + 1
     return found
 
@@ -442,11 +473,17 @@ def mine_candidates(
     """
     by_key: dict[str, Candidate] = {}
     qualities: dict[str, Candidate] = {}
+    # proper-noun key → [mentions right after a preposition of place, all its proper mentions], opinion or not
+    place_votes: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
     n_docs = n_sentences = 0
     for doc_id, text in documents:
         n_docs += 1
         n_sentences += len(sentences_of(text))
         for mention in target_mentions(text):
+            if mention.proper:
+                votes = place_votes[_mention_key(mention.words, True)]
+                votes[0] += mention.place_name
+                votes[1] += 1
             if not mention.opinionated:
                 continue
             words = mention.words
@@ -461,6 +498,7 @@ def mine_candidates(
                 candidate = by_key[key] = Candidate(key, head=head)
             candidate.aliases[" ".join(words)] += 1
             candidate.doc_ids.add(doc_id)
+            candidate.acronym_mentions += mention.acronym
         for quality, adjective in attribute_mentions(text):
             candidate = qualities.get(quality)
             if candidate is None:
@@ -480,7 +518,10 @@ def mine_candidates(
             if tail is not None:
                 tail.doc_ids |= candidate.doc_ids
                 break
-    kept = [c for c in by_key.values() if c.doc_frequency >= threshold and c.aliases]
+    # A proper noun written mostly right after a preposition of place ("in Boston", "to Paris") is where the author
+    # was, not what they rate; a majority of its own mentions decides, so no corpus-fitted share is involved.
+    places = {key for key, (place, proper) in place_votes.items() if 2 * place > proper}
+    kept = [c for c in by_key.values() if c.doc_frequency >= threshold and c.aliases and c.key not in places]
     # A quality the documents discuss by name ("the noise", "the price") keeps its named mentions as the target:
     # the adjectives often qualify something else ("an expensive city", "quiet streets"). Only an otherwise unnamed
     # quality ("spotless", "filthy", and hardly ever "cleanliness") becomes a candidate through its adjectives.
@@ -488,3 +529,32 @@ def mine_candidates(
     kept.extend(c for c in qualities.values() if c.key not in named and c.doc_frequency >= threshold)
     kept.sort(key=lambda c: (-c.doc_frequency, c.key))
     return kept[:limit]
+
+
+def acronym_links(candidates: Sequence[Candidate]) -> list[tuple[str, str]]:
+    """(acronym key, expansion key) pairs: a one-word candidate mostly written in capitals ("the AC") and the one
+    multi-word candidate of the same corpus whose initials spell it ("air conditioning", and its clipping "air
+    con"). An acronym with two different expansions in the corpus is ambiguous there and is linked to neither; a
+    lower-case word is no acronym ("pc" written "pc" is left alone), so ordinary short words never link by
+    accident. "Mostly" is a majority of the candidate's own mentions, no share fitted to a corpus."""
+    by_initials: defaultdict[str, list[str]] = defaultdict(list)
+    for candidate in candidates:
+        # the parts of a hyphenated word give a letter each, as in "add-on charge" → AOC, "point-of-sale" → POS
+        words = candidate.key.replace("-", " ").split()
+        if 2 <= len(words) <= 5 and " " in candidate.key and all(w[:1].isalpha() for w in words):
+            by_initials["".join(w[0] for w in words)].append(candidate.key)
+    links: list[tuple[str, str]] = []
+    for candidate in candidates:
+        written = sum(candidate.aliases.values())
+        if " " in candidate.key or not written or 2 * candidate.acronym_mentions <= written:
+            continue
+        expansions = by_initials.get(candidate.key.lower(), [])
+        if expansions and all(_clipped_alike(expansions[0], other) for other in expansions[1:]):
+            links.extend((candidate.key, expansion) for expansion in expansions)
+    return links
+
+
+def _clipped_alike(a: str, b: str) -> bool:
+    """Two phrases that are the same words, some clipped: "air con" and "air conditioning" (English clips words
+    from the end, so each word of one starts the other's word in the same place)."""
+    return all(x.startswith(y) or y.startswith(x) for x, y in zip(a.split(), b.split(), strict=True))

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
-from oprag_pipeline.registry.candidates import Candidate, candidate_key
+from oprag_pipeline.registry.candidates import Candidate, acronym_links, candidate_key
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -95,6 +95,8 @@ def _string_distance(a: str, b: str) -> float:
     Short words are never merged on spelling alone ("light" and "flight" are different things), and typos rarely
     touch the first letter, so both are required besides a high similarity ratio.
     """
+    if a.replace("-", "").replace(" ", "") == b.replace("-", "").replace(" ", ""):
+        return 0.0  # one word written open, hyphenated or closed: "wi-fi" / "wifi", "air con" / "aircon"
     if min(len(a), len(b)) < 6 or a[0] != b[0]:
         return 1.0
     return 0.0 if SequenceMatcher(None, a, b).ratio() >= 0.9 else 1.0
@@ -119,22 +121,43 @@ def _modifies(longer: str, shorter: str) -> bool:
     return long_words[-len(short_words) :] != short_words
 
 
-def combined_distances(keys: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+LIGHT_HEADS = frozenset("team crew department process procedure system area level".split())
+"""Head nouns that add no target of their own: they name the people, the procedure, the setting or the extent of
+what their modifier names ("the housekeeping team" is housekeeping, "the check-in process" is check-in, "the pool
+area" is the pool, "the noise level" is the noise). General English light nouns, not any domain's words: such a
+compound is one target with its modifier, the exception to "a compound never joins its modifier"."""
+
+
+def _light_compound(longer: str, shorter: str) -> bool:
+    """True for "<shorter> <light head>": "housekeeping team" and "housekeeping"."""
+    words = longer.split()
+    return len(words) >= 2 and words[-1] in LIGHT_HEADS and " ".join(words[:-1]) == shorter
+
+
+def combined_distances(keys: Sequence[str], vectors: np.ndarray, same: Sequence[tuple[str, str]] = ()) -> np.ndarray:
     """Cosine distances, with spelling variants at 0 and a phrase and its own parts at the maximum.
 
     A phrase and a modifier in it are different targets even when their embeddings are close: "router table" is not
     the router, "battery life" is not the battery, "hotel staff" is not the hotel. Keeping them apart at the entity
     level is what stops an alias landing on the wrong entity. A compound may join its head ("rooftop pool" with
     "pool") when their embeddings are close, and is otherwise linked to it in the tier above (see `build_entities`).
+    A compound with a light head is its modifier ("housekeeping team" is housekeeping, see `LIGHT_HEADS`).
+    Pairs in `same` (an acronym and its expansion, see `candidates.acronym_links`) are one target: distance 0.
     """
     distances = cosine_distances(vectors)
     n = len(keys)
     for i in range(n):
         for j in range(i + 1, n):
-            if _modifies(keys[i], keys[j]) or _modifies(keys[j], keys[i]):
+            if _light_compound(keys[i], keys[j]) or _light_compound(keys[j], keys[i]):
+                distances[i, j] = distances[j, i] = 0.0
+            elif _modifies(keys[i], keys[j]) or _modifies(keys[j], keys[i]):
                 distances[i, j] = distances[j, i] = 2.0
             elif _string_distance(keys[i], keys[j]) == 0.0:
                 distances[i, j] = distances[j, i] = 0.0
+    position = {key: i for i, key in enumerate(keys)}
+    for a, b in same:
+        if a in position and b in position:
+            distances[position[a], position[b]] = distances[position[b], position[a]] = 0.0
     np.fill_diagonal(distances, 0.0)
     return distances
 
@@ -196,7 +219,7 @@ def build_entities(
         return []
     keys = [c.key for c in candidates]
     vectors = np.asarray(embed([c.name for c in candidates]), dtype=np.float64)
-    distances = combined_distances(keys, vectors)
+    distances = combined_distances(keys, vectors, acronym_links(candidates))
     entity_labels = hierarchical_labels(distances, thresholds.entity)
 
     groups: dict[int, list[int]] = {}

@@ -66,9 +66,7 @@ def test_too_few_rated_mentions_skip_with_a_reason() -> None:
 
 def test_offsets_follow_the_weak_labels() -> None:
     """Uninformative probabilities and mostly-positive ratings: the positive offset must come out on top."""
-    mentions = [
-        RatedMention(str(i), "e1", "The battery.", 4, 11, 5.0 if i % 4 else 2.0, "rating") for i in range(200)
-    ]
+    mentions = [RatedMention(str(i), "e1", "The battery.", 4, 11, 5.0 if i % 4 else 2.0, "rating") for i in range(200)]
     result = fit_rating_offsets(lambda items: np.full((len(items), 3), 1 / 3), mentions, min_mentions=100)
     offsets = dict(zip(LABELS, result.offsets, strict=True))
     assert offsets["positive"] > offsets["negative"] > offsets["neutral"]
@@ -145,6 +143,14 @@ def test_adaptation_from_ratings_end_to_end(tmp_path: Path, monkeypatch: pytest.
         adapted = run(data_dir, instance, "ratings")
         after = opinions_table(data_dir)
         again = run(data_dir, instance, "ratings")
+        extra = data_dir / "raw" / "laptops" / "more.jsonl"
+        extra.write_text(
+            "".join(
+                json.dumps({"doc_id": f"new{i}", "text": f"The battery died after {i + 2} hours."}) + "\n"
+                for i in range(3)
+            )
+        )
+        grown = run(data_dir, instance, "ratings")
 
     assert plain["extracted_this_run"] == docs and "adapt_offsets" not in plain
     names = {e for _, e in before}
@@ -159,9 +165,13 @@ def test_adaptation_from_ratings_end_to_end(tmp_path: Path, monkeypatch: pytest.
     changed = [(k, before[k], after[k]) for k in before if k in after and before[k] != after[k]]
     assert changed
     assert all(offsets[new] > offsets[old] for _, old, new in changed), changed
-    # refitting on the same documents gives the same offsets, the same version, and nothing to re-extract
+    # the next run reads the fit back: the same offsets, the same version, and nothing to re-extract
+    assert not adapted["adapt_reused"] and again["adapt_reused"]
     assert again["adapt_offsets"] == offsets and again["extractor"] == adapted["extractor"]
     assert again["extracted_this_run"] == 0 and again["cached"] == docs
+    # documents added later are extracted by the same adapted model, and only they are
+    assert grown["adapt_reused"] and grown["extractor"] == adapted["extractor"]
+    assert grown["extracted_this_run"] == 3 and grown["cached"] == docs
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
         stored = conn.execute(
             "SELECT adapted_version, offsets, sample_size FROM extractor_adaptations WHERE domain = 'laptops'"

@@ -44,6 +44,7 @@ def opinions(
             entities,
             ratings.load_rated_aspects(paths.domain_dir(domain)),
             mode=extractor.adapt,
+            registry_version=registry_version,
             sample_size=extractor.adapt_sample,
             min_mentions=extractor.adapt_min_mentions,
             run_id=context.run_id,
@@ -51,7 +52,8 @@ def opinions(
         if adaptation.skipped_reason:
             context.log.info(f"{domain}: adaptation from ratings skipped: {adaptation.skipped_reason}")
         elif adaptation.offsets is not None:
-            context.log.info(f"{domain}: model adapted on {adaptation.sample_size} rated mentions: {adaptation}")
+            how = "reused from the warehouse" if adaptation.reused else "fitted"
+            context.log.info(f"{domain}: offsets {adaptation.offsets} {how} ({adaptation.sample_size} rated mentions)")
         key = store.CacheKey(registry_version, engine.name, engine.version)
         pending = store.pending_doc_ids(conn, domain, key)
         total = conn.execute("SELECT count(*) FROM raw_documents WHERE domain = ?", [domain]).fetchone()[0]

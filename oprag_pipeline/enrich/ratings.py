@@ -53,9 +53,10 @@ OFFSET_DECIMALS = 2
 
 ADAPTATION_DDL = """
 CREATE TABLE IF NOT EXISTS extractor_adaptations (
-    domain VARCHAR NOT NULL, extractor VARCHAR NOT NULL, base_version VARCHAR NOT NULL,
-    adapted_version VARCHAR NOT NULL, method VARCHAR NOT NULL, offsets JSON NOT NULL, sample_size INTEGER NOT NULL,
-    label_counts JSON NOT NULL, source_counts JSON NOT NULL, run_id VARCHAR, fitted_at TIMESTAMP NOT NULL
+    domain VARCHAR NOT NULL, registry_version INTEGER NOT NULL, extractor VARCHAR NOT NULL,
+    base_version VARCHAR NOT NULL, adapted_version VARCHAR NOT NULL, method VARCHAR NOT NULL,
+    offsets JSON NOT NULL, sample_size INTEGER NOT NULL, label_counts JSON NOT NULL, source_counts JSON NOT NULL,
+    run_id VARCHAR, fitted_at TIMESTAMP NOT NULL
 )
 """
 
@@ -188,6 +189,7 @@ class Adaptation:
     label_counts: dict[str, int] = field(default_factory=dict)
     source_counts: dict[str, int] = field(default_factory=dict)
     skipped_reason: str | None = None
+    reused: bool = False  # offsets read back from `extractor_adaptations` rather than fitted in this run
 
     def metadata(self) -> dict[str, Any]:
         """Flat values for the asset's metadata: enough to reproduce the adapted scorer."""
@@ -196,6 +198,7 @@ class Adaptation:
             out["adapt_offsets"] = dict(zip(LABELS, self.offsets, strict=True))
             out["adapt_weak_labels"] = self.label_counts
             out["adapt_sources"] = self.source_counts
+            out["adapt_reused"] = self.reused
         if self.skipped_reason:
             out["adapt_skipped"] = self.skipped_reason
         return out
@@ -234,14 +237,18 @@ def adapt_extractor(
     aspect_terms: Mapping[str, Sequence[str]],
     *,
     mode: str,
+    registry_version: int = 0,
     sample_size: int = SAMPLE_MENTIONS,
     min_mentions: int = MIN_RATED_MENTIONS,
     run_id: str | None = None,
 ) -> tuple[Any, Adaptation]:
     """The extractor to run on the domain: ``engine`` itself, or an offline extractor whose model carries offsets
     fitted on the domain's ratings (its version says so, so the cache re-extracts). The fit is recorded in
-    ``extractor_adaptations``. The shared model is copied, never mutated: another domain in the same process keeps
-    its own scorer (the copy shares the ONNX session and its logit cache, which no offset changes)."""
+    ``extractor_adaptations`` and reused while the registry version and the base extractor stay the same: documents
+    added later are extracted by the same adapted model, so an incremental run stays incremental (a refit on a
+    grown sample could move the offsets and re-extract the whole domain). The shared model is copied, never
+    mutated: another domain in the same process keeps its own scorer (the copy shares the ONNX session and its
+    logit cache, which no offset changes)."""
     import copy
 
     from oprag_pipeline.enrich.offline import OfflineExtractor
@@ -253,9 +260,28 @@ def adapt_extractor(
     scorer = getattr(engine, "scorer", None) if isinstance(engine, OfflineExtractor) else None
     if scorer is None or not hasattr(scorer, "probabilities"):
         return engine, Adaptation(mode, skipped_reason=f"the {engine.name} extractor has no model to adapt")
-    mentions, off_scale = sample_rated_mentions(conn, domain, entities, aspect_terms, sample_size)
     base = copy.copy(scorer)
     base.label_bias = None
+    conn.execute(ADAPTATION_DDL)
+    stored = conn.execute(
+        """SELECT offsets, sample_size, label_counts, source_counts FROM extractor_adaptations
+           WHERE domain = ? AND registry_version = ? AND extractor = ? AND base_version = ? AND method = ?
+           ORDER BY fitted_at DESC LIMIT 1""",
+        [domain, registry_version, engine.name, engine.version, mode],
+    ).fetchone()
+    if stored is not None:
+        offsets = json.loads(stored[0])
+        base.label_bias = np.asarray([offsets[label] for label in LABELS], dtype=np.float64)
+        reused = Adaptation(
+            mode,
+            offsets=tuple(float(offsets[label]) for label in LABELS),
+            sample_size=int(stored[1]),
+            label_counts=json.loads(stored[2]),
+            source_counts=json.loads(stored[3]),
+            reused=True,
+        )
+        return OfflineExtractor(scorer=base), reused
+    mentions, off_scale = sample_rated_mentions(conn, domain, entities, aspect_terms, sample_size)
     adaptation = fit_rating_offsets(base.probabilities, mentions, min_mentions)
     if off_scale:
         # ratings on another scale are left out, not rescaled: which scale they use is not recorded anywhere
@@ -264,15 +290,11 @@ def adapt_extractor(
         return engine, adaptation
     base.label_bias = np.asarray(adaptation.offsets, dtype=np.float64)
     adapted = OfflineExtractor(scorer=base)
-    conn.execute(ADAPTATION_DDL)
-    # one row per (domain, adapted version): a rerun that refits the same offsets replaces its row
     conn.execute(
-        "DELETE FROM extractor_adaptations WHERE domain = ? AND adapted_version = ?", [domain, adapted.version]
-    )
-    conn.execute(
-        "INSERT INTO extractor_adaptations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO extractor_adaptations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             domain,
+            registry_version,
             adapted.name,
             engine.version,
             adapted.version,

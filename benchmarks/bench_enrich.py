@@ -20,10 +20,14 @@ Figures (targets in brackets):
    whole `*opinions` selection are timed against the full run, and `extracted_this_run` must equal the additions.
 
     .venv/bin/python benchmarks/bench_enrich.py [--hotels 30] [--demo-docs 2000] [--work DIR] [--skip-vader]
+        [--adapt-column]
 
-Needs ../shared/data for figures 1, 2, 5 and the TripAdvisor throughput; without it those are skipped with a
-message and the demo figures still run. When the aspect model (`oprag_pipeline/enrich/model/aspect_sentiment.onnx`)
-is missing, the offline column falls back to the VADER scorer and says so in its header.
+`--adapt-column` adds a third column, the offline model adapted to each domain from its own ratings
+(`OPRAG_ADAPT=ratings`, enrich/ratings.py); its fitted offsets are printed after the full run.
+Needs ../shared/data (or OPRAG_SHARED_DATA pointing at it) for figures 1, 2, 5 and the TripAdvisor throughput;
+without it those are skipped with a message and the demo figures still run. When the aspect model
+(`oprag_pipeline/enrich/model/aspect_sentiment.onnx`) is missing, the offline column falls back to the VADER
+scorer and says so in its header.
 """
 
 from __future__ import annotations

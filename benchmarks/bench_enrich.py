@@ -20,10 +20,14 @@ Figures (targets in brackets):
    whole `*opinions` selection are timed against the full run, and `extracted_this_run` must equal the additions.
 
     .venv/bin/python benchmarks/bench_enrich.py [--hotels 30] [--demo-docs 2000] [--work DIR] [--skip-vader]
+        [--adapt-column]
 
-Needs ../shared/data for figures 1, 2, 5 and the TripAdvisor throughput; without it those are skipped with a
-message and the demo figures still run. When the aspect model (`oprag_pipeline/enrich/model/aspect_sentiment.onnx`)
-is missing, the offline column falls back to the VADER scorer and says so in its header.
+`--adapt-column` adds a third column, the offline model adapted to each domain from its own ratings
+(`OPRAG_ADAPT=ratings`, enrich/ratings.py); its fitted offsets are printed after the full run.
+Needs ../shared/data (or OPRAG_SHARED_DATA pointing at it) for figures 1, 2, 5 and the TripAdvisor throughput;
+without it those are skipped with a message and the demo figures still run. When the aspect model
+(`oprag_pipeline/enrich/model/aspect_sentiment.onnx`) is missing, the offline column falls back to the VADER
+scorer and says so in its header.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ sys.path.insert(0, str(ROOT))
 from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS as ASPECT_TERMS  # noqa: E402
 from oprag_pipeline.registry.matching import phrase_key  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# OPRAG_SHARED_DATA points a checkout that is not a sibling of ../shared (a git worktree) at the corpora
+SHARED = Path(os.environ.get("OPRAG_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 TRIPADVISOR_TEXTS = SHARED / "tripadvisor_hotels" / "Texts"
 ASPECT_MODEL_DIR = ROOT / "oprag_pipeline" / "enrich" / "model"
 ASPECT_MODEL_FILE = "aspect_sentiment.onnx"
@@ -87,6 +92,7 @@ class Column:
     root: Path
     results: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    adapt: str = "none"  # value of OPRAG_ADAPT (enrich/ratings.py)
 
 
 @dataclass
@@ -113,9 +119,11 @@ def child_env(column: Column, models: Path) -> dict[str, str]:
             "OPRAG_EXTRACTOR",
             "OPRAG_OFFLINE_SCORER",
             "OPRAG_EXTRACT_BATCH_SIZE",
+            "OPRAG_ADAPT",
         }
     }
     env.update({"OPRAG_EXTRACTOR": "offline", "OPRAG_OFFLINE_SCORER": column.scorer, "OPRAG_MODEL_DIR": str(models)})
+    env["OPRAG_ADAPT"] = column.adapt
     env.setdefault("TQDM_DISABLE", "1")
     return env
 
@@ -346,6 +354,9 @@ def run_tripadvisor(column: Column, subset: Path, env: dict[str, str]) -> None:
     added = split_holdback(domain_dir, holdback)
     print(f"  [{column.key}] tripadvisor: full run ({added} reviews held back) ...", flush=True)
     full = run_chain(data_dir, [DOMAIN], env, log)[DOMAIN]
+    fitted = {k: v for k, v in full.metadata.get("opinions", {}).items() if k.startswith("adapt_")}
+    if fitted:
+        print(f"  [{column.key}] tripadvisor: adaptation {fitted}", flush=True)
     shutil.copyfile(holdback, domain_dir / HOLDBACK_FILE)
     print(f"  [{column.key}] tripadvisor: incremental run (+{added} reviews) ...", flush=True)
     incremental = run_chain(data_dir, [DOMAIN], env, log)[DOMAIN]
@@ -772,6 +783,11 @@ def main() -> int:
     parser.add_argument("--work", type=Path, help="Working folder (kept); default: a temporary folder, removed.")
     parser.add_argument("--skip-vader", action="store_true", help="Run the offline extractor only.")
     parser.add_argument(
+        "--adapt-column",
+        action="store_true",
+        help="Add a column: the offline model adapted from the corpus's own ratings (OPRAG_ADAPT=ratings).",
+    )
+    parser.add_argument(
         "--offline-scorer",
         choices=("auto", "model", "vader"),
         default="auto",
@@ -807,6 +823,8 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     print(f"work folder: {work}")
     columns = [Column("offline", offline_label, scorer, work / "offline")]
+    if args.adapt_column and scorer == "model":
+        columns.append(Column("adapted", "offline+ratings", scorer, work / "adapted", adapt="ratings"))
     if not args.skip_vader:
         columns.append(Column("vader", "VADER", "vader", work / "vader"))
     for column in columns:
@@ -828,7 +846,7 @@ def main() -> int:
     try:
         for column in columns:
             env = child_env(column, models)
-            print(f"[{column.label}] OPRAG_OFFLINE_SCORER={column.scorer}", flush=True)
+            print(f"[{column.label}] OPRAG_OFFLINE_SCORER={column.scorer} OPRAG_ADAPT={column.adapt}", flush=True)
             column_started = time.perf_counter()
             if subset is not None:
                 try:

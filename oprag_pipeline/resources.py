@@ -17,6 +17,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
 from oprag_pipeline import settings
+from oprag_pipeline.enrich import ratings
 from oprag_pipeline.index.vector_store import VectorStoreResource  # the Qdrant resource, next to its adapters
 
 
@@ -106,6 +107,17 @@ class ExtractorResource(ConfigurableResource):
     max_concurrency: int = Field(default=4, description="Parallel requests for the LLM extractors.")
     model: str | None = Field(default=None, description="LLM model id (LLM extractors only).")
     base_url: str | None = Field(default=None, description="Endpoint for openai-compatible servers.")
+    adapt: str = Field(
+        default="none",
+        description="none | ratings (env OPRAG_ADAPT): fit the offline model's per-class offsets on weak labels "
+        "from the domain's own star ratings before extracting (enrich/ratings.py); the adapted model stays local.",
+    )
+    adapt_sample: int = Field(
+        default=ratings.SAMPLE_MENTIONS, description="Rated mentions fitted (a deterministic sample)."
+    )
+    adapt_min_mentions: int = Field(
+        default=ratings.MIN_RATED_MENTIONS, description="Fewer rated mentions than this: adaptation is skipped."
+    )
 
     def build(self):
         from oprag_pipeline.enrich.factory import build_extractor
@@ -127,5 +139,6 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
         "extractor": ExtractorResource(
             kind=extractor_kind,
             batch_size=int(os.environ.get("OPRAG_EXTRACT_BATCH_SIZE", 500 if extractor_kind == "offline" else 20)),
+            adapt=os.environ.get("OPRAG_ADAPT", "none"),
         ),
     }

@@ -108,7 +108,7 @@ def test_grounding_of_phrases_and_quotes() -> None:
 class NeutralScorer:
     name = "neutral"
 
-    def predict(self, items):
+    def predict(self, items, other_aspects=()):
         scores = {"negative": 0.1, "neutral": 0.8, "positive": 0.1}
         return [SimplePrediction("neutral", "low", 0.8, scores) for _ in items]
 

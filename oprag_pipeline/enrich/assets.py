@@ -10,12 +10,12 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline.asset_metadata import table_metadata
-from oprag_pipeline.enrich import authors, store
+from oprag_pipeline.enrich import authors, ratings, store
 from oprag_pipeline.enrich.documents import render_enriched
 from oprag_pipeline.enrich.schema import DocumentInput
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
-from oprag_pipeline.resources import ExtractorResource
+from oprag_pipeline.resources import DataDirResource, ExtractorResource
 
 
 @asset(
@@ -29,7 +29,7 @@ from oprag_pipeline.resources import ExtractorResource
     "batch, so re-runs extract only new or changed documents and a killed run resumes where it stopped.",
 )
 def opinions(
-    context: AssetExecutionContext, warehouse: DuckDBResource, extractor: ExtractorResource
+    context: AssetExecutionContext, warehouse: DuckDBResource, extractor: ExtractorResource, paths: DataDirResource
 ) -> MaterializeResult:
     domain = context.partition_key
     engine = extractor.build()
@@ -39,6 +39,23 @@ def opinions(
         registry_version, entities = registry_entities(conn, domain)
         if not entities:
             context.log.warning(f"{domain}: the entity registry is empty; no opinions can be anchored")
+        engine, adaptation = ratings.adapt_extractor(
+            engine,
+            conn,
+            domain,
+            entities,
+            ratings.load_rated_aspects(paths.domain_dir(domain)),
+            mode=extractor.adapt,
+            registry_version=registry_version,
+            sample_size=extractor.adapt_sample,
+            min_mentions=extractor.adapt_min_mentions,
+            run_id=context.run_id,
+        )
+        if adaptation.skipped_reason:
+            context.log.info(f"{domain}: adaptation from ratings skipped: {adaptation.skipped_reason}")
+        elif adaptation.offsets is not None:
+            how = "reused from the warehouse" if adaptation.reused else "fitted"
+            context.log.info(f"{domain}: offsets {adaptation.offsets} {how} ({adaptation.sample_size} rated mentions)")
         key = store.CacheKey(registry_version, engine.name, engine.version)
         pending = store.pending_doc_ids(conn, domain, key)
         total = conn.execute("SELECT count(*) FROM raw_documents WHERE domain = ?", [domain]).fetchone()[0]
@@ -94,6 +111,7 @@ def opinions(
             "estimated_cost_usd": round(engine.estimated_cost_usd(input_tokens, output_tokens), 4),
             "seconds": round(elapsed, 2),
             **table_facts,
+            **adaptation.metadata(),
         }
     )
 

@@ -20,14 +20,14 @@ from the middle of the scale.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
-from oprag_pipeline.settings import RATED_ASPECTS_FILE
+from oprag_pipeline.enrich.ratings import load_rated_aspects, rated_aspect_entities
+from oprag_pipeline.registry.matching import AliasMatcher
+
+__all__ = ["GoldMapper", "GoldOpinion", "RegistryEntry", "load_rated_aspects", "map_gold"]
 
 STAR_SIGMA = {5: 30, 4: 20, 3: 0, 2: -20, 1: -30}
 POLARITY_SIGN = {"positive": 1, "negative": -1, "neutral": 0}
@@ -51,22 +51,6 @@ class GoldOpinion:
     source: str  # "gold_opinions" or "rating_<aspect>"
 
 
-def load_rated_aspects(domain_dir: Path) -> dict[str, tuple[str, ...]]:
-    """The domain's rated-aspect terms (`RATED_ASPECTS_FILE`), or none; a malformed file is an error naming it."""
-    path = Path(domain_dir) / RATED_ASPECTS_FILE
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not readable as JSON: {error}") from error
-    if not isinstance(data, dict) or not all(
-        isinstance(terms, list) and all(isinstance(t, str) for t in terms) for terms in data.values()
-    ):
-        raise ValueError(f"{path}: expected an object of aspect -> list of entity names")
-    return {str(aspect): tuple(terms) for aspect, terms in data.items()}
-
-
 class GoldMapper:
     """Maps gold labels of one domain onto its registry, with the shared matcher (`registry.matching`)."""
 
@@ -74,14 +58,8 @@ class GoldMapper:
         self, registry: Sequence[RegistryEntry], aspect_terms: Mapping[str, Sequence[str]] | None = None
     ) -> None:
         self.matcher = AliasMatcher(registry)
-        # A rated aspect maps by entity *name* only (see the module docstring), compared as the matcher compares.
-        terms = {aspect: {phrase_key(t) for t in words} for aspect, words in (aspect_terms or {}).items()}
-        self.aspect_entities: dict[str, list[str]] = {}
-        for entry in registry:
-            key = phrase_key(entry.name)
-            matches = [aspect for aspect, words in terms.items() if key in words]
-            if len(matches) == 1:
-                self.aspect_entities.setdefault(matches[0], []).append(entry.entity_id)
+        # A rated aspect maps by entity *name* only (see the module docstring), as the rating adaptation maps it.
+        self.aspect_entities = rated_aspect_entities(registry, aspect_terms or {})
         self.unmapped = 0
 
     def entity_for_target(self, target: str) -> str | None:

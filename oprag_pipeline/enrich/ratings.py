@@ -1,0 +1,311 @@
+"""Adaptation of the offline aspect model to a domain from the corpus's own ratings (issue 13, "from the corpus's
+own ratings").
+
+What is learnt: the three per-class offsets of `aspect_model.fit_label_bias`, fitted on weak labels
+(`aspect_model.rating_weak_label`: 4-5 stars positive, 3 neutral, 1-2 negative) of a deterministic sample of
+(document, entity) mentions. The network is not touched; only how often each class is expected in this domain.
+The adapted model is built locally from the user's data, stored as three numbers in the warehouse, never shipped.
+
+Which rating labels which mention (the simplest rule that keeps the label about the entity it is attached to):
+
+* A per-aspect rating (`rating_<aspect>` in `extra`, TripAdvisor-style) labels the registry entities the domain's
+  `_rated_aspects.json` maps that aspect to, by entity *name* (`rated_aspect_entities`, the same mapping the gold
+  evaluation uses), in documents that mention such an entity.
+* The overall `rating` labels a mention only when it is the document's *only* registry entity and no per-aspect
+  rating labelled the document: then the author's verdict can only be about that entity. With two entities named,
+  a four-star review may still pan one of them, so the overall rating says nothing about either.
+
+Each (document, entity) pair gives one mention (its first, the span the extractor scores first), so a long review
+cannot outweigh short ones. The sample is the first pairs of documents ordered by the MD5 of their id: the same
+documents give the same sample, hence the same offsets and the same extractor version, in every run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from oprag_pipeline.enrich.aspect_model import LABELS, fit_label_bias, rating_weak_label
+from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
+from oprag_pipeline.settings import RATED_ASPECTS_FILE
+
+ADAPT_MODES = ("none", "ratings")
+# Star scale of `rating` and `rating_<aspect>`: the 1-5 stars of review sites. A value outside it is not counted
+# (it belongs to another scale, which the weak-label rule would misread), and the skipped count is reported.
+RATING_SCALE = (1.0, 5.0)
+# Fewer labels than this and the fit is skipped: bench_aspect_model's rating-adaptation curve (TripAdvisor, 20
+# hotels held out) reached its gain at 100 mentions, and under the offsets' unit Gaussian prior a handful of labels
+# would move them by noise alone.
+MIN_RATED_MENTIONS = 100
+# Mentions fitted: the curve was flat from 100 to 1,000, and scoring 1,000 mentions costs about 10 s on 2 cores.
+SAMPLE_MENTIONS = 1000
+# Offsets are stored and versioned at 0.01 logit (it moves a probability by at most 0.25 percentage points), so a
+# refit on a near-identical sample keeps the extractor version and the cache.
+OFFSET_DECIMALS = 2
+
+ADAPTATION_DDL = """
+CREATE TABLE IF NOT EXISTS extractor_adaptations (
+    domain VARCHAR NOT NULL, registry_version INTEGER NOT NULL, extractor VARCHAR NOT NULL,
+    base_version VARCHAR NOT NULL, adapted_version VARCHAR NOT NULL, method VARCHAR NOT NULL,
+    offsets JSON NOT NULL, sample_size INTEGER NOT NULL, label_counts JSON NOT NULL, source_counts JSON NOT NULL,
+    run_id VARCHAR, fitted_at TIMESTAMP NOT NULL
+)
+"""
+
+
+def load_rated_aspects(domain_dir: Path) -> dict[str, tuple[str, ...]]:
+    """The domain's rated-aspect terms (`RATED_ASPECTS_FILE`), or none; a malformed file is an error naming it."""
+    path = Path(domain_dir) / RATED_ASPECTS_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not readable as JSON: {error}") from error
+    if not isinstance(data, dict) or not all(
+        isinstance(terms, list) and all(isinstance(t, str) for t in terms) for terms in data.values()
+    ):
+        raise ValueError(f"{path}: expected an object of aspect -> list of entity names")
+    return {str(aspect): tuple(terms) for aspect, terms in data.items()}
+
+
+def rated_aspect_entities(
+    entities: Iterable[Any], aspect_terms: Mapping[str, Sequence[str]]
+) -> dict[str, list[str]]:
+    """Rated aspect -> ids of the entities (anything with ``entity_id`` and ``name``) whose *name* is one of the
+    aspect's terms, compared as the matcher compares; an entity named by two aspects' terms belongs to neither.
+
+    By name only, because aliases are clustered by embedding and an entity "hotel" may carry the alias "hotel room",
+    which would drag every opinion about the hotel into Rooms."""
+    terms = {aspect: {phrase_key(t) for t in words} for aspect, words in aspect_terms.items()}
+    out: dict[str, list[str]] = {}
+    for entry in entities:
+        key = phrase_key(entry.name)
+        matches = [aspect for aspect, words in terms.items() if key in words]
+        if len(matches) == 1:
+            out.setdefault(matches[0], []).append(entry.entity_id)
+    return out
+
+
+@dataclass(frozen=True)
+class RatedMention:
+    """One (document, entity) mention with the rating that labels it and where the rating came from."""
+
+    doc_id: str
+    entity_id: str
+    text: str
+    start: int
+    end: int
+    rating: float
+    source: str  # "rating_<aspect>" or "rating"
+
+
+def _in_scale(value: Any) -> bool:
+    return isinstance(value, int | float) and RATING_SCALE[0] <= float(value) <= RATING_SCALE[1]
+
+
+def document_rated_mentions(
+    doc_id: str,
+    text: str,
+    rating: float | None,
+    extra: Mapping[str, Any],
+    matcher: AliasMatcher,
+    aspect_entities: Mapping[str, Sequence[str]],
+) -> tuple[list[RatedMention], int]:
+    """The rated mentions of one document by the module's rule, and how many ratings fell outside `RATING_SCALE`."""
+    first: dict[str, tuple[int, int]] = {}
+    for entity_id, start, end in matcher.mentions(text):
+        first.setdefault(entity_id, (start, end))
+    out: list[RatedMention] = []
+    off_scale = 0
+    for aspect, entity_ids in aspect_entities.items():
+        stars = extra.get(f"rating_{aspect}")
+        if stars is None:
+            continue
+        if not _in_scale(stars):
+            off_scale += 1
+            continue
+        for entity_id in entity_ids:
+            if entity_id in first:
+                out.append(RatedMention(doc_id, entity_id, text, *first[entity_id], float(stars), f"rating_{aspect}"))
+    if not out and rating is not None and len(first) == 1:
+        if _in_scale(rating):
+            (entity_id, (start, end)) = next(iter(first.items()))
+            out.append(RatedMention(doc_id, entity_id, text, start, end, float(rating), "rating"))
+        else:
+            off_scale += 1
+    return out, off_scale
+
+
+def sample_rated_mentions(
+    conn: duckdb.DuckDBPyConnection,
+    domain: str,
+    entities: Sequence[Any],
+    aspect_terms: Mapping[str, Sequence[str]],
+    sample_size: int = SAMPLE_MENTIONS,
+) -> tuple[list[RatedMention], int]:
+    """The deterministic sample (documents by MD5 of their id, see the module docstring) of up to ``sample_size``
+    rated mentions of the domain, and the count of ratings outside the scale. Reads documents in batches and stops
+    once the sample is full, so a large corpus is not scanned to the end."""
+    matcher = AliasMatcher(entities)
+    aspect_entities = rated_aspect_entities(entities, aspect_terms)
+    cursor = conn.cursor()
+    cursor.execute(
+        """SELECT doc_id, text, rating, extra FROM raw_documents
+           WHERE domain = ? AND (rating IS NOT NULL OR extra IS NOT NULL) ORDER BY md5(doc_id), doc_id""",
+        [domain],
+    )
+    sample: list[RatedMention] = []
+    off_scale = 0
+    try:
+        while len(sample) < sample_size and (rows := cursor.fetchmany(2000)):
+            for doc_id, text, rating, extra in rows:
+                parsed = json.loads(extra) if isinstance(extra, str) else (extra or {})
+                found, skipped = document_rated_mentions(doc_id, text, rating, parsed, matcher, aspect_entities)
+                sample.extend(found)
+                off_scale += skipped
+                if len(sample) >= sample_size:
+                    break
+    finally:
+        cursor.close()
+    return sample[:sample_size], off_scale
+
+
+@dataclass
+class Adaptation:
+    """What an adaptation attempt did: the fitted offsets (None when skipped) and why it was skipped."""
+
+    method: str
+    offsets: tuple[float, ...] | None = None
+    sample_size: int = 0
+    label_counts: dict[str, int] = field(default_factory=dict)
+    source_counts: dict[str, int] = field(default_factory=dict)
+    skipped_reason: str | None = None
+    reused: bool = False  # offsets read back from `extractor_adaptations` rather than fitted in this run
+
+    def metadata(self) -> dict[str, Any]:
+        """Flat values for the asset's metadata: enough to reproduce the adapted scorer."""
+        out: dict[str, Any] = {"adapt": self.method, "adapt_sample_size": self.sample_size}
+        if self.offsets is not None:
+            out["adapt_offsets"] = dict(zip(LABELS, self.offsets, strict=True))
+            out["adapt_weak_labels"] = self.label_counts
+            out["adapt_sources"] = self.source_counts
+            out["adapt_reused"] = self.reused
+        if self.skipped_reason:
+            out["adapt_skipped"] = self.skipped_reason
+        return out
+
+
+def fit_rating_offsets(
+    probabilities: Callable[[list[tuple[str, int, int]]], np.ndarray],
+    mentions: Sequence[RatedMention],
+    min_mentions: int = MIN_RATED_MENTIONS,
+) -> Adaptation:
+    """Offsets fitted to the weak labels of ``mentions``, scored by ``probabilities`` (the *unadapted* model's
+    `AspectSentimentModel.probabilities`); skipped, with the reason, when fewer than ``min_mentions`` exist."""
+    if len(mentions) < min_mentions:
+        return Adaptation(
+            "ratings",
+            sample_size=len(mentions),
+            skipped_reason=f"{len(mentions)} rated mentions, fewer than the {min_mentions} needed to fit offsets",
+        )
+    labels = [rating_weak_label(m.rating, RATING_SCALE[1], RATING_SCALE[0]) for m in mentions]
+    probs = probabilities([(m.text, m.start, m.end) for m in mentions])
+    offsets = tuple(round(float(b), OFFSET_DECIMALS) + 0.0 for b in fit_label_bias(probs, labels))
+    return Adaptation(
+        "ratings",
+        offsets=offsets,
+        sample_size=len(mentions),
+        label_counts={LABELS[k]: n for k, n in sorted(Counter(labels).items())},
+        source_counts=dict(sorted(Counter(m.source for m in mentions).items())),
+    )
+
+
+def adapt_extractor(
+    engine: Any,
+    conn: duckdb.DuckDBPyConnection,
+    domain: str,
+    entities: Sequence[Any],
+    aspect_terms: Mapping[str, Sequence[str]],
+    *,
+    mode: str,
+    registry_version: int = 0,
+    sample_size: int = SAMPLE_MENTIONS,
+    min_mentions: int = MIN_RATED_MENTIONS,
+    run_id: str | None = None,
+) -> tuple[Any, Adaptation]:
+    """The extractor to run on the domain: ``engine`` itself, or an offline extractor whose model carries offsets
+    fitted on the domain's ratings (its version says so, so the cache re-extracts). The fit is recorded in
+    ``extractor_adaptations`` and reused while the registry version and the base extractor stay the same: documents
+    added later are extracted by the same adapted model, so an incremental run stays incremental (a refit on a
+    grown sample could move the offsets and re-extract the whole domain). The shared model is copied, never
+    mutated: another domain in the same process keeps its own scorer (the copy shares the ONNX session and its
+    logit cache, which no offset changes)."""
+    import copy
+
+    from oprag_pipeline.enrich.offline import OfflineExtractor
+
+    if mode not in ADAPT_MODES:
+        raise ValueError(f"adapt must be one of {', '.join(ADAPT_MODES)}, not {mode!r}")
+    if mode == "none":
+        return engine, Adaptation("none")
+    scorer = getattr(engine, "scorer", None) if isinstance(engine, OfflineExtractor) else None
+    if scorer is None or not hasattr(scorer, "probabilities"):
+        return engine, Adaptation(mode, skipped_reason=f"the {engine.name} extractor has no model to adapt")
+    base = copy.copy(scorer)
+    base.label_bias = None
+    conn.execute(ADAPTATION_DDL)
+    stored = conn.execute(
+        """SELECT offsets, sample_size, label_counts, source_counts FROM extractor_adaptations
+           WHERE domain = ? AND registry_version = ? AND extractor = ? AND base_version = ? AND method = ?
+           ORDER BY fitted_at DESC LIMIT 1""",
+        [domain, registry_version, engine.name, engine.version, mode],
+    ).fetchone()
+    if stored is not None:
+        offsets = json.loads(stored[0])
+        base.label_bias = np.asarray([offsets[label] for label in LABELS], dtype=np.float64)
+        reused = Adaptation(
+            mode,
+            offsets=tuple(float(offsets[label]) for label in LABELS),
+            sample_size=int(stored[1]),
+            label_counts=json.loads(stored[2]),
+            source_counts=json.loads(stored[3]),
+            reused=True,
+        )
+        return OfflineExtractor(scorer=base), reused
+    mentions, off_scale = sample_rated_mentions(conn, domain, entities, aspect_terms, sample_size)
+    adaptation = fit_rating_offsets(base.probabilities, mentions, min_mentions)
+    if off_scale:
+        # ratings on another scale are left out, not rescaled: which scale they use is not recorded anywhere
+        adaptation.source_counts["ignored_off_scale"] = off_scale
+    if adaptation.offsets is None:
+        return engine, adaptation
+    base.label_bias = np.asarray(adaptation.offsets, dtype=np.float64)
+    adapted = OfflineExtractor(scorer=base)
+    conn.execute(
+        "INSERT INTO extractor_adaptations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            domain,
+            registry_version,
+            adapted.name,
+            engine.version,
+            adapted.version,
+            adaptation.method,
+            json.dumps(dict(zip(LABELS, adaptation.offsets, strict=True))),
+            adaptation.sample_size,
+            json.dumps(adaptation.label_counts),
+            json.dumps(adaptation.source_counts),
+            run_id,
+            datetime.now(UTC).replace(tzinfo=None),
+        ],
+    )
+    return adapted, adaptation
+

@@ -116,6 +116,7 @@ def test_python_asset_checks_are_partitioned_by_domain(data_dir: Path) -> None:
     assert names == [
         "enriched_kb:points_match_source",
         "entity_split_kb:points_match_source",
+        "opinion_timelines:latest_window_matches_all_time",
         "raw_documents:rows_reconcile",
         "raw_kb:points_match_source",
     ]

@@ -87,6 +87,7 @@ class GeneratedAnswersConfig(Config):
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
+    pool="warehouse",
     kinds={"duckdb", "qdrant"},
     deps=["evaluation_questions", "raw_kb", "enriched_kb", "entity_opinion_stats"],
     description="For every evaluation question, an opinion-aware answer (balanced retrieval on the enriched KB, "
@@ -163,6 +164,7 @@ def _distributions(conn, table: str, domain: str) -> dict[str, ScoreDistribution
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
+    pool="warehouse",
     kinds={"duckdb"},
     deps=["generated_answers", "gold_opinions"],
     description="Per answer: W1 between the corpus σ distribution of the question's entity and the one the answer "
@@ -241,6 +243,7 @@ class AnswerPreferenceConfig(Config):
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
+    pool="warehouse",
     kinds={"duckdb"},
     deps=["generated_answers"],
     description="Blind pairwise preference of an LLM judge between the opinion-aware and the plain answer of every "

@@ -287,3 +287,18 @@ def test_query_timeline_and_profile_options() -> None:
     assert profile_builder("d", since=None, half_life_days=None) is None  # all time: balanced mode's own default
     with pytest.raises(ValueError, match="not both"):
         profile_builder("d", since=date(2024, 1, 1), half_life_days=30.0)
+
+
+def test_analysis_sections_reach_the_html_report_as_html() -> None:
+    """report.md and report.html carry the same analysis sections; the HTML one is rendered, tables included."""
+    import duckdb
+
+    from oprag_pipeline.analysis.report import analysis_html, analysis_markdown, save_section
+
+    conn = duckdb.connect(":memory:")
+    assert analysis_html(conn, "d") == ""  # no analysis ran: nothing appended
+    save_section(conn, "d", "drift", "## Opinion drift\n\n| entity | shift |\n| --- | --- |\n| pool | lasting |\n")
+    save_section(conn, "other", "drift", "## Someone else's drift\n")
+    html = analysis_html(conn, "d")
+    assert "<h2>Opinion drift</h2>" in html and "<table>" in html and "<td>lasting</td>" in html
+    assert "Someone else" not in html and "Someone else" not in analysis_markdown(conn, "d")

@@ -27,3 +27,12 @@ def analysis_markdown(conn: duckdb.DuckDBPyConnection, domain: str) -> str:
     rows = dict(conn.execute("SELECT section, markdown FROM analysis_sections WHERE domain = ?", [domain]).fetchall())
     parts = [rows[name] for name in ORDER if name in rows] + [rows[n] for n in sorted(rows) if n not in ORDER]
     return "\n" + "\n".join(parts) if parts else ""
+
+
+def analysis_html(conn: duckdb.DuckDBPyConnection, domain: str) -> str:
+    """The same sections as HTML for report.html, rendered by markdown-it (already installed: rich, which Dagster
+    depends on, requires it), so report.md and report.html say the same thing."""
+    from markdown_it import MarkdownIt
+
+    text = analysis_markdown(conn, domain)
+    return MarkdownIt("commonmark").enable("table").render(text) if text else ""

@@ -724,11 +724,15 @@ def write_report(
     metrics_json = out_dir / "metrics.json"
     metrics_json.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     markdown = out_dir / "report.md"
-    from oprag_pipeline.analysis.report import analysis_markdown  # the analyses' own sections, appended
+    from oprag_pipeline.analysis.report import analysis_html, analysis_markdown  # the analyses' own sections
 
     markdown.write_text(_markdown(domain, sections) + analysis_markdown(conn, domain), encoding="utf-8")
     html_path = out_dir / "report.html"
-    html_path.write_text(_html(domain, sections), encoding="utf-8")
+    page = _html(domain, sections)
+    closing = page.rfind("</body>")
+    extra = analysis_html(conn, domain)
+    page = page[:closing] + extra + page[closing:] if closing >= 0 else page + extra
+    html_path.write_text(page, encoding="utf-8")
     generation_report.append_to_report(conn, domain, markdown, html_path, metrics_json)
     rows = summary_rows(data)
     headline = [s for s in sections if s.title == "Verdict" or s.title.startswith("Headline comparisons")]

@@ -14,7 +14,7 @@ Figures (targets in brackets):
 2. Spearman (>= 0.5) between the extracted σ-scale score and the aspect's star rating over the same pairs.
 3. Emotional markers and evidence type against the planted truth of the demo corpus (`oprag generate-demo`):
    micro P/R/F1 of emotion sets, evidence-type accuracy and per-class P/R, sentiment accuracy and coverage.
-4. Throughput of the `opinions` step in reviews/s (`extracted_this_run / seconds`, >= 60 on 2 cores, issue 13).
+4. Throughput of the `opinions` step in reviews/s (`extracted_this_run / seconds`, >= 60 on 2 cores).
 5. Incremental re-enrichment (<= 0.10 of the full run): 5% of the imported reviews are held back from the first
    run, then written as a second JSONL into the domain folder and the chain re-run; the `opinions` step and the
    whole `*opinions` selection are timed against the full run, and `extracted_this_run` must equal the additions.

@@ -6,7 +6,7 @@ default), the retrieval grid (every question × {raw, entity_split, enriched} ×
 the enriched KB × k ∈ {10, 20, 40, 60}), gold labels, per-question metrics, the SQL marts with their data tests,
 the paired tests and the report. Step durations are read back from what Dagster recorded.
 
-Target (issue 5): 100 questions on the full TripAdvisor hotel corpus (229k reviews) in ≤ 5 minutes. The domain
+Target: 100 questions on the full TripAdvisor hotel corpus (229k reviews) in ≤ 5 minutes. The domain
 must have been enriched and indexed first (`oprag import tripadvisor … && oprag run`); the corpus size the figure
 belongs to is printed with it.
 

@@ -1,6 +1,6 @@
 """Misused commands fail with a non-zero exit and one clear line each, never a stack trace (unless --debug).
 
-Every case here exited 0 on error or printed a Dagster traceback before issue 14.
+Every case here exited 0 on error or printed a Dagster traceback on the earlier code.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from click.testing import CliRunner
 
 from oprag_pipeline.cli import main
 from oprag_pipeline_tests.conftest import CHECKOUT, write_lines
+
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
 
 GOOD = json.dumps({"doc_id": "1", "text": "Sturdy lid, fast boil."})
 

@@ -24,6 +24,9 @@ from oprag_pipeline.demo import generate_demo
 from oprag_pipeline.registry.candidates import candidate_key
 from oprag_pipeline_tests.conftest import materialize_domain
 
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = 800  # in total, half per domain
 

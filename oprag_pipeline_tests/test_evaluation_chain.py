@@ -28,6 +28,9 @@ from oprag_pipeline.evaluate.grid import DEPTHS, grid_cells
 from oprag_pipeline.evaluate.questions import QUESTION_TYPES
 from oprag_pipeline_tests.conftest import materialize_domain
 
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 DOMAIN = "hotels"
 SEED = int(os.environ.get("OPRAG_TEST_DEMO_SEED", "7"))
 

@@ -13,6 +13,9 @@ from click.testing import CliRunner
 from oprag_pipeline.cli import main
 from oprag_pipeline_tests.conftest import GENERATION_DOMAIN as DOMAIN
 
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 
 def query(data_dir: Path, sql: str, *params) -> list[tuple]:
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:

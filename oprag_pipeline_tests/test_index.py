@@ -17,6 +17,9 @@ from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import EdgeVectorStore
 from oprag_pipeline_tests.conftest import materialize_domain
 
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 INDEX_KEYS = ("raw_kb", "entity_split_kb", "enriched_kb")
 
 

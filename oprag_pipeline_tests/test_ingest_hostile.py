@@ -1,6 +1,6 @@
 """Hostile input: one bad value costs its row only, with its true row number and a named reason; nothing is lost.
 
-Each test below failed on the code before issue 14 (a whole file lost to one date, a RecursionError, a CSV field cut
+Each test below failed on the earlier code (a whole file lost to one date, a RecursionError, a CSV field cut
 at U+2028, a folded CSV, UTF-16 read as garbage, files ignored without a word, a symlink followed out of data/raw).
 """
 

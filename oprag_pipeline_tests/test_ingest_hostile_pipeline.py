@@ -1,7 +1,7 @@
 """No step after ingest fails on hostile input: a generated corpus with a random hostile folder's files mixed in,
 through every asset of the pipeline (registry, opinions, both per-entity knowledge bases, the evaluation).
 
-Before issue 14, a rating of `inf` or `1e308` was accepted and `extraction_sample` failed casting it to INTEGER,
+A rating of `inf` or `1e308` used to be accepted and `extraction_sample` failed casting it to INTEGER,
 which blocked every later stage of the domain.
 """
 
@@ -11,12 +11,16 @@ import os
 from pathlib import Path
 
 import duckdb
+import pytest
 from dagster import DagsterInstance
 
 from oprag_pipeline.definitions import ALL_ASSETS
 from oprag_pipeline.demo import generate_demo
 from oprag_pipeline_tests.conftest import materialize_domain
 from oprag_pipeline_tests.hostile import write_hostile_domain
+
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
 
 
 def test_every_asset_materializes_over_hostile_files(tmp_path: Path, monkeypatch) -> None:

@@ -1,6 +1,6 @@
 """A 401 from the LLM API stops the worker pool at once: the real anthropic / instructor clients against the fake.
 
-Before issue 14 a wrong key cost one request per worker (the pool had `max_concurrency` requests in flight before the
+Once, a wrong key cost one request per worker (the pool had `max_concurrency` requests in flight before the
 first 401 came back); now the first document goes alone, and no worker sends anything once the abort is known.
 """
 

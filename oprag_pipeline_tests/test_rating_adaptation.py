@@ -25,6 +25,9 @@ from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.resources import ExtractorResource, build_resources
 
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 ENTITIES = [
     RegistryEntity("e1", "battery", ("battery", "batteries")),
     RegistryEntity("e2", "screen", ("screen", "display")),

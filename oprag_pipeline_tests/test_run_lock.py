@@ -22,6 +22,9 @@ from oprag_pipeline import runner
 from oprag_pipeline.cli import main
 from oprag_pipeline_tests.conftest import CHECKOUT, write_lines
 
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 GOOD = json.dumps({"doc_id": "1", "text": "Sturdy lid, fast boil."})
 
 HOLDER = textwrap.dedent(

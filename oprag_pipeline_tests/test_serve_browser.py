@@ -15,6 +15,9 @@ import pytest
 
 from oprag_pipeline_tests.conftest import GENERATION_DOMAIN as DOMAIN
 
+# End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 

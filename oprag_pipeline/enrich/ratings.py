@@ -1,5 +1,4 @@
-"""Adaptation of the offline aspect model to a domain from the corpus's own ratings (issue 13, "from the corpus's
-own ratings").
+"""Adaptation of the offline aspect model to a domain from the corpus's own ratings.
 
 What is learnt: the three per-class offsets of `aspect_model.fit_label_bias`, fitted on weak labels
 (`aspect_model.rating_weak_label`: 4-5 stars positive, 3 neutral, 1-2 negative) of a deterministic sample of

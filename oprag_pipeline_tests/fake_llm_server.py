@@ -99,6 +99,7 @@ class RecordedRequest:
     doc_id: str | None = None
     fault: str | None = None
     usage: tuple[int, int] | None = None
+    answered: float | None = None  # when an error answer was sent (same clock as `started`)
 
 
 @dataclass
@@ -438,6 +439,7 @@ class FakeLLMServer:
             key = self._presented_key(api, headers) or ""
             message = f"invalid api key {key}" if fault.echo_key else "invalid api key"
             self._send_error(handler, api, 401, "authentication_error", message)
+            record.answered = time.monotonic()
             return
         if fault is not None and fault.kind == "invalid_json":
             payload = b'{"id": "msg_truncated", "type": "message", "content": [{"type": "tool_u'

@@ -344,3 +344,14 @@ def test_a_word_written_open_hyphenated_or_closed_is_one_target() -> None:
     distances = combined_distances(keys, np.eye(len(keys)))
     assert distances[0, 1] == 0.0 and distances[2, 3] == 0.0
     assert distances[4, 5] == 1.0
+
+
+def test_people_in_general_are_not_targets() -> None:
+    """"Other guests said the pool was cold": the opinion is about the pool, not about the people reporting it."""
+    docs = [
+        (f"d{i}", f"Other guests said the pool was {adjective}. Some people thought the pool was {adjective}.")
+        for i, adjective in enumerate(["cold", "lovely", "dirty", "great", "small", "superb"])
+    ]
+    keys = {c.key for c in mine_candidates(docs, min_doc_frequency=2)}
+    assert "pool" in keys
+    assert not keys & {"guest", "people", "person"}

@@ -21,6 +21,8 @@ Results
 Ask a knowledge base, e.g.:
   .venv/bin/oprag query "what do guests think of the breakfast?" --domain hotels -k 10
   .venv/bin/oprag query "is the wifi any good?" --domain hotels -k 10 --mode balanced
-Open the Dagster UI (asset lineage, runs, the sensor and the nightly schedule):
+Ask for an answer that carries the spread of opinions (or open a page for it with \`oprag serve\`):
+  .venv/bin/oprag ask "what do guests think of the breakfast?" --domain hotels
+Open the Dagster UI (asset lineage, runs, the sensors and the nightly re-index):
   DAGSTER_HOME=$DAGSTER_HOME .venv/bin/dagster dev -w workspace.yaml
 MSG

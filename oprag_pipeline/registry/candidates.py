@@ -143,13 +143,15 @@ TIME_NOUNS = frozenset(
 )
 # The events of a visit or a use as a whole: what the review is, not what it rates ("our stay", "the trip").
 EVENT_NOUNS = frozenset("stay trip visit occasion time experience purchase buy".split())
-# People who are company, not service: the author's family and friends (service roles such as "waiter",
-# "receptionist" or "seller" are targets; the people one came with are not).
+# People who are company, not service: the author's family and friends, and people in general ("other guests
+# said…" reports an opinion about something else); service roles such as "waiter", "receptionist" or "seller" are
+# targets, the people one came with or heard from are not.
 COMPANION_NOUNS = frozenset(
     """
     friend wife husband partner boyfriend girlfriend fiance fiancee spouse family kid child son daughter mother
     father mom mum dad parent brother sister baby toddler teenager grandmother grandfather grandparent aunt uncle
-    cousin colleague coworker boss group party companion
+    cousin colleague coworker boss group party companion people person guest stranger everyone everybody someone
+    somebody anyone anybody nobody
     """.split()
 )
 NOT_TARGETS = GENERIC | TIME_NOUNS | EVENT_NOUNS | COMPANION_NOUNS

@@ -2,10 +2,10 @@
 
 Each file is a JSON array of objects::
 
-    {"raw_words": "I still found this book entertaining .",
+    {"raw_words": "The kettle heats up fast .",
      "task": "ACOS",
-     "quadruples": [{"aspect": {"from": 4, "to": 5, "term": ["book"]}, "category": "Book#General",
-                     "opinion": {"from": 5, "to": 6, "term": ["entertaining"]}, "sentiment": "POS"}]}
+     "quadruples": [{"aspect": {"from": 1, "to": 2, "term": ["kettle"]}, "category": "Kettle#Performance",
+                     "opinion": {"from": 2, "to": 5, "term": ["heats", "up", "fast"]}, "sentiment": "POS"}]}
 
 Spans are token positions [from, to) in `raw_words` split on single spaces; -1/-1 marks an implicit element.
 

@@ -130,9 +130,12 @@ def test_run_killed_with_sigkill_is_marked_failed_by_the_next_run(data_dir: Path
         assert victim.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
         time.sleep(0.5)
         if (home / "dagster.yaml").exists():
-            with DagsterInstance.from_config(str(home)) as instance:
-                started = instance.get_run_records()
-                run_id = next((r.dagster_run.run_id for r in started if r.dagster_run.status.value == "STARTED"), None)
+            try:
+                with DagsterInstance.from_config(str(home)) as instance:
+                    started = instance.get_run_records()
+            except Exception:  # the run is still creating the instance's SQLite storage (migrations): look again
+                continue
+            run_id = next((r.dagster_run.run_id for r in started if r.dagster_run.status.value == "STARTED"), None)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     with DagsterInstance.from_config(str(home)) as instance:

@@ -56,7 +56,7 @@ from oprag_pipeline.enrich.aspect_model import (  # noqa: E402
 from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer  # noqa: E402
 from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity, sentiment_intensity  # noqa: E402
 from oprag_pipeline.enrich.train_aspect_model import metrics, read_mams  # noqa: E402
-from oprag_pipeline.evaluate.gold import ASPECT_TERMS  # noqa: E402
+from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS as ASPECT_TERMS  # noqa: E402
 
 # TripAdvisor's <Rating> columns: Overall, Value, Rooms, Location, Cleanliness, Check-in/front desk, Service, Business
 RATING_COLUMN = {"value": 1, "rooms": 2, "location": 3, "cleanliness": 4, "checkin": 5, "service": 6}
@@ -184,7 +184,7 @@ def read_tripadvisor(folder: Path, n_files: int, seed: int = 7) -> list[tuple[st
 
 
 def rated_entities() -> list[RegistryEntity]:
-    """The rated aspects as registry entities, named by the evaluation's gold terms (evaluate.gold.ASPECT_TERMS)."""
+    """The rated aspects as registry entities, named by the importer's terms (tripadvisor.RATED_ASPECT_TERMS)."""
     return [RegistryEntity(entity_id=a, name=terms[0], aliases=tuple(terms[1:])) for a, terms in ASPECT_TERMS.items()]
 
 

@@ -18,6 +18,7 @@ from oprag_pipeline.enrich.aspect_model import (
     LABELS,
     MODEL_DIR,
     MODEL_FILE,
+    REVIEW_TARGET_PRIOR,
     AspectItem,
     AspectPrediction,
     AspectSentimentModel,
@@ -321,6 +322,25 @@ def test_lexicon_tiebreak_only_swaps_when_both_agree() -> None:
     committed = np.zeros(3)
     committed[[neg, neu, pos]] = [0.5, 0.3, 0.2]
     np.testing.assert_array_equal(lexicon_tiebreak(committed, 0.9), committed)  # the network already committed
+
+
+def test_review_prior_moves_off_neutral_only_with_the_sentences_support() -> None:
+    from oprag_pipeline.enrich.aspect_model import prior_corrected_probabilities, review_prior_gate
+
+    neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
+    logits = np.zeros(3)
+    logits[[neg, neu, pos]] = [0.0, 1.6, 0.9]  # a near call the network gives to neutral
+    train = [0.26, 0.44, 0.30]
+    equal = prior_corrected_probabilities(logits, 1.0, train)
+    review = prior_corrected_probabilities(logits, 1.0, train, REVIEW_TARGET_PRIOR)
+    assert int(np.argmax(equal)) == neu and int(np.argmax(review)) == pos  # the smaller neutral prior tips it
+    assert review[pos] / review[neg] == pytest.approx(equal[pos] / equal[neg])  # the prior takes no side
+    praised = review_prior_gate(review, equal, "Honestly a lovely little thing to own.")
+    np.testing.assert_array_equal(praised, review)
+    for sentence in ("It arrived on a Monday in a brown box.", "What a terrible, disappointing thing."):
+        np.testing.assert_array_equal(review_prior_gate(review, equal, sentence), equal)  # no support, or the other way
+    committed = prior_corrected_probabilities(np.array([0.0, 0.0, 2.0])[[neg, neu, pos]], 1.0, train)
+    np.testing.assert_array_equal(review_prior_gate(committed, committed, "A box."), committed)
 
 
 def test_predictions_do_not_depend_on_other_documents(model: AspectSentimentModel) -> None:

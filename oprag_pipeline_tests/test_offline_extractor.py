@@ -124,10 +124,15 @@ def test_the_model_learns_which_mentions_share_a_clause() -> None:
 
 def test_the_aspect_model_ignores_lexicon_evidence_about_a_neighbour() -> None:
     """End to end with the committed model: the clause's praise is about the dessert; the set menu, scored with
-    it, is not lifted off neutral by the lexicon, while on its own in a clause it would be."""
+    it, is not lifted off neutral by the lexicon tie-break, while on its own in a clause it would be.
+
+    Under equal priors, so that the tie-break alone is measured: the review prior (`review_prior_gate`) reads the
+    whole sentence and does call the set menu positive here, the cost it pays on MAMS-style sentences for the
+    product-review neighbours that share their sentence's praise (model card, "Runtime behaviour")."""
     from oprag_pipeline.enrich.aspect_model import AspectSentimentModel, alone_in_clause, as_item
 
     model = AspectSentimentModel.load()
+    model.target_prior = None
     text = "We ordered the set menu and the dessert was wonderful."
     menu = (text, text.index("set menu"), text.index("set menu") + len("set menu"))
     dessert = (text, text.index("dessert"), text.index("dessert") + len("dessert"))

@@ -448,10 +448,11 @@ Epoch times depend on what else runs on the machine: about 450-550 s per epoch o
 
 - Calibration for text other than MAMS: MAMS sentences were chosen to hold aspects of different polarities, so 44%
   of its training labels are neutral, mostly aspects merely named beside an evaluated one. `model_meta.json` keeps
-  the training label shares (`train_label_prior`) and `AspectSentimentModel.probabilities` divides them out
-  (posterior under equal priors; nothing fitted). When the network still says neutral, the aspect is the only one
-  named in its clause, VADER calls the clause polar by its documented threshold (|compound| >= 0.05) and the
-  network prefers that polarity to the opposite one, neutral and that polarity swap places
+  the training label shares (`train_label_prior`); `AspectSentimentModel.probabilities` divides them out and
+  multiplies in the label shares of targets named in ordinary reviews (`aspect_model.REVIEW_TARGET_PRIOR`: 18.6%
+  neutral, from the published SemEval-2014 counts; nothing fitted). When the network still says neutral, the aspect
+  is the only one named in its clause, VADER calls the clause polar by its documented threshold (|compound| >= 0.05)
+  and the network prefers that polarity to the opposite one, neutral and that polarity swap places
   (`aspect_model.lexicon_tiebreak`). `model.correct_prior = False` / `model.use_lexicon = False` switch them off.
 - `AspectSentimentModel.predict` blends the probabilities with `cues.implied_polarity` (long waits, "used to be
   better", "no longer", "nobody answered"...) when that pattern disagrees with the model. MAMS annotates the thing

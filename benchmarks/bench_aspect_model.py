@@ -238,7 +238,7 @@ def mams_section(args: argparse.Namespace, new: AspectSentimentModel, old: Aspec
     )
     print(f"MAMS-ATSA test n={network['n']} (3-way accuracy / macro-F1), {len(items) / dt:.0f} aspects/s:")
     print(f"  network as trained        {network['accuracy']:.4f} / {network['macro_f1']:.4f}  [floor 0.82]")
-    print(f"  network, prior divided out {prior['accuracy']:.4f} / {prior['macro_f1']:.4f}")
+    print(f"  network, review prior      {prior['accuracy']:.4f} / {prior['macro_f1']:.4f}")
     print(f"  scoring path before (rules only)            {before['accuracy']:.4f} / {before['macro_f1']:.4f}")
     print(f"  scoring path now (prior + rules + lexicon)  {after['accuracy']:.4f} / {after['macro_f1']:.4f}")
     print(f"  VADER clause                                {float((vader == gold).mean()):.4f}")

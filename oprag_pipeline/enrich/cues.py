@@ -398,8 +398,9 @@ def intensity_score(prob: float, feats: dict[str, float]) -> float:
 
 # Cut points: the 30th and 70th percentiles of the score over non-neutral predictions on MAMS val (the training
 # corpus), i.e. a 30/40/30 low/medium/high split there; not fitted to any evaluation corpus. Re-derived (0.277,
-# 0.465) when the training prior began to be divided out of the probabilities (aspect_model module docstring).
-LOW_CUT = 0.28
+# 0.465) when the training prior began to be divided out of the probabilities (aspect_model module docstring), and
+# again (0.294, 0.475) when the review prior replaced equal priors.
+LOW_CUT = 0.29
 HIGH_CUT = 0.47
 
 

@@ -109,8 +109,10 @@ class ExtractorResource(ConfigurableResource):
     base_url: str | None = Field(default=None, description="Endpoint for openai-compatible servers.")
     adapt: str = Field(
         default="none",
-        description="none | ratings (env OPRAG_ADAPT): fit the offline model's per-class offsets on weak labels "
-        "from the domain's own star ratings before extracting (enrich/ratings.py); the adapted model stays local.",
+        description="none | ratings | llm (env OPRAG_ADAPT): fit the offline model's per-class offsets before "
+        "extracting, on weak labels from the domain's own star ratings (enrich/ratings.py) or on an LLM extractor's "
+        "labels of a sample of the domain, the offline model then extracting the corpus (enrich/teacher.py); the "
+        "adapted model stays local.",
     )
     adapt_sample: int = Field(
         default=ratings.SAMPLE_MENTIONS, description="Rated mentions fitted (a deterministic sample)."

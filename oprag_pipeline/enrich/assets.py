@@ -52,10 +52,13 @@ def opinions(
             run_id=context.run_id,
         )
         if adaptation.skipped_reason:
-            context.log.info(f"{domain}: adaptation from ratings skipped: {adaptation.skipped_reason}")
+            context.log.info(f"{domain}: adaptation ({adaptation.method}) skipped: {adaptation.skipped_reason}")
         elif adaptation.offsets is not None:
             how = "reused from the warehouse" if adaptation.reused else "fitted"
-            context.log.info(f"{domain}: offsets {adaptation.offsets} {how} ({adaptation.sample_size} rated mentions)")
+            context.log.info(
+                f"{domain}: offsets {adaptation.offsets} {how} ({adaptation.sample_size} mentions labelled by "
+                f"{adaptation.method})"
+            )
         key = store.CacheKey(registry_version, engine.name, engine.version)
         pending = store.pending_doc_ids(conn, domain, key)
         total = conn.execute("SELECT count(*) FROM raw_documents WHERE domain = ?", [domain]).fetchone()[0]

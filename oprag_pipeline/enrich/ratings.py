@@ -1,4 +1,5 @@
-"""Adaptation of the offline aspect model to a domain from the corpus's own ratings.
+"""Adaptation of the offline aspect model to a domain from the corpus's own ratings (and, through
+`enrich/teacher.py`, from an LLM-labelled sample: ``adapt_extractor`` runs both and stores their offsets alike).
 
 What is learnt: the three per-class offsets of `aspect_model.fit_label_bias`, fitted on weak labels
 (`aspect_model.rating_weak_label`: 4-5 stars positive, 3 neutral, 1-2 negative) of a deterministic sample of
@@ -36,7 +37,7 @@ from oprag_pipeline.enrich.aspect_model import LABELS, fit_label_bias, rating_we
 from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
 from oprag_pipeline.settings import RATED_ASPECTS_FILE
 
-ADAPT_MODES = ("none", "ratings")
+ADAPT_MODES = ("none", "ratings", "llm")
 # Star scale of `rating` and `rating_<aspect>`: the 1-5 stars of review sites. A value outside it is not counted
 # (it belongs to another scale, which the weak-label rule would misread), and the skipped count is reported.
 RATING_SCALE = (1.0, 5.0)
@@ -76,9 +77,7 @@ def load_rated_aspects(domain_dir: Path) -> dict[str, tuple[str, ...]]:
     return {str(aspect): tuple(terms) for aspect, terms in data.items()}
 
 
-def rated_aspect_entities(
-    entities: Iterable[Any], aspect_terms: Mapping[str, Sequence[str]]
-) -> dict[str, list[str]]:
+def rated_aspect_entities(entities: Iterable[Any], aspect_terms: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """Rated aspect -> ids of the entities (anything with ``entity_id`` and ``name``) whose *name* is one of the
     aspect's terms, compared as the matcher compares; an entity named by two aspects' terms belongs to neither.
 
@@ -189,6 +188,10 @@ class Adaptation:
     source_counts: dict[str, int] = field(default_factory=dict)
     skipped_reason: str | None = None
     reused: bool = False  # offsets read back from `extractor_adaptations` rather than fitted in this run
+    # what labelling the sample cost (the LLM teacher's tokens; zero for ratings)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
 
     def metadata(self) -> dict[str, Any]:
         """Flat values for the asset's metadata: enough to reproduce the adapted scorer."""
@@ -198,6 +201,10 @@ class Adaptation:
             out["adapt_weak_labels"] = self.label_counts
             out["adapt_sources"] = self.source_counts
             out["adapt_reused"] = self.reused
+        if self.method == "llm":
+            out["adapt_teacher_input_tokens"] = self.input_tokens
+            out["adapt_teacher_output_tokens"] = self.output_tokens
+            out["adapt_teacher_cost_usd"] = round(self.cost_usd, 4)
         if self.skipped_reason:
             out["adapt_skipped"] = self.skipped_reason
         return out
@@ -228,6 +235,41 @@ def fit_rating_offsets(
     )
 
 
+def fit_teacher_offsets(
+    probabilities: Callable[[list[tuple[str, int, int]]], np.ndarray],
+    teacher: Any,
+    conn: duckdb.DuckDBPyConnection,
+    domain: str,
+    entities: Sequence[Any],
+    sample_size: int = SAMPLE_MENTIONS,
+    min_mentions: int = MIN_RATED_MENTIONS,
+) -> Adaptation:
+    """Offsets fitted to ``teacher``'s labels of the domain's sample (`enrich/teacher.py`), scored by the unadapted
+    student's ``probabilities``; skipped, with the reason and what the teacher cost, when too few mentions got one."""
+    from oprag_pipeline.enrich.teacher import label_counts, teacher_labelled_mentions
+
+    sample = teacher_labelled_mentions(conn, domain, entities, teacher, max_mentions=sample_size)
+    adaptation = Adaptation(
+        "llm",
+        sample_size=len(sample.mentions),
+        label_counts=label_counts(sample.mentions),
+        source_counts=sample.source_counts(),
+        input_tokens=sample.input_tokens,
+        output_tokens=sample.output_tokens,
+        cost_usd=sample.cost_usd,
+    )
+    if len(sample.mentions) < min_mentions:
+        adaptation.skipped_reason = (
+            f"{len(sample.mentions)} teacher-labelled mentions in {sample.documents} documents, fewer than the "
+            f"{min_mentions} needed to fit offsets"
+        )
+        return adaptation
+    probs = probabilities([(m.text, m.start, m.end) for m in sample.mentions])
+    fitted = fit_label_bias(probs, [m.label for m in sample.mentions])
+    adaptation.offsets = tuple(round(float(b), OFFSET_DECIMALS) + 0.0 for b in fitted)
+    return adaptation
+
+
 def adapt_extractor(
     engine: Any,
     conn: duckdb.DuckDBPyConnection,
@@ -256,7 +298,15 @@ def adapt_extractor(
         raise ValueError(f"adapt must be one of {', '.join(ADAPT_MODES)}, not {mode!r}")
     if mode == "none":
         return engine, Adaptation("none")
-    scorer = getattr(engine, "scorer", None) if isinstance(engine, OfflineExtractor) else None
+    if mode == "llm":
+        if isinstance(engine, OfflineExtractor):
+            reason = "adapt=llm needs an LLM extractor as the teacher (OPRAG_EXTRACTOR=anthropic or openai-compatible)"
+            return engine, Adaptation(mode, skipped_reason=reason)
+        student = OfflineExtractor()  # the LLM labels the sample, the offline model extracts the corpus
+        scorer = student.scorer
+    else:
+        student = engine
+        scorer = getattr(engine, "scorer", None) if isinstance(engine, OfflineExtractor) else None
     if scorer is None or not hasattr(scorer, "probabilities"):
         return engine, Adaptation(mode, skipped_reason=f"the {engine.name} extractor has no model to adapt")
     base = copy.copy(scorer)
@@ -280,13 +330,16 @@ def adapt_extractor(
             reused=True,
         )
         return OfflineExtractor(scorer=base), reused
-    mentions, off_scale = sample_rated_mentions(conn, domain, entities, aspect_terms, sample_size)
-    adaptation = fit_rating_offsets(base.probabilities, mentions, min_mentions)
-    if off_scale:
-        # ratings on another scale are left out, not rescaled: which scale they use is not recorded anywhere
-        adaptation.source_counts["ignored_off_scale"] = off_scale
+    if mode == "llm":
+        adaptation = fit_teacher_offsets(base.probabilities, engine, conn, domain, entities, sample_size, min_mentions)
+    else:
+        mentions, off_scale = sample_rated_mentions(conn, domain, entities, aspect_terms, sample_size)
+        adaptation = fit_rating_offsets(base.probabilities, mentions, min_mentions)
+        if off_scale:
+            # ratings on another scale are left out, not rescaled: which scale they use is not recorded anywhere
+            adaptation.source_counts["ignored_off_scale"] = off_scale
     if adaptation.offsets is None:
-        return engine, adaptation
+        return student, adaptation
     base.label_bias = np.asarray(adaptation.offsets, dtype=np.float64)
     adapted = OfflineExtractor(scorer=base)
     conn.execute(
@@ -294,7 +347,7 @@ def adapt_extractor(
         [
             domain,
             registry_version,
-            adapted.name,
+            engine.name,
             engine.version,
             adapted.version,
             adaptation.method,
@@ -307,4 +360,3 @@ def adapt_extractor(
         ],
     )
     return adapted, adaptation
-

@@ -145,27 +145,28 @@ class BatchedFp32Model(AspectSentimentModel):
 
 
 # ----------------------------------------------------------------------------------------------------- data
-def read_memd(path: Path) -> list[tuple[str, list[tuple[int, int]], list[tuple[int, int, int]]]]:
-    """Per sentence: (text, every explicit aspect span, [(start, end, gold label)] of positive/negative aspects).
+def memd_sentence_spans(sentence: dict[str, Any]) -> tuple[str, dict[tuple[int, int], set[str]]]:
+    """One MEMD-ABSA sentence as (tokens joined by single spaces, {explicit aspect character span: its labels}).
 
-    MEMD-ABSA sentences are tokenised (tokens joined by single spaces); aspect spans are token ranges [from, to),
-    -1 for an implicit aspect (skipped: it has no span to score)."""
+    Aspect spans are token ranges [from, to), -1 for an implicit aspect (skipped: it has no span to score)."""
+    tokens = sentence["raw_words"].split(" ")
+    starts, pos = [], 0
+    for token in tokens:
+        starts.append(pos)
+        pos += len(token) + 1
+    spans: dict[tuple[int, int], set[str]] = {}
+    for quad in sentence["quadruples"]:
+        lo, hi = int(quad["aspect"]["from"]), int(quad["aspect"]["to"])
+        if lo >= 0:
+            spans.setdefault((starts[lo], starts[hi - 1] + len(tokens[hi - 1])), set()).add(quad["sentiment"])
+    return " ".join(tokens), spans
+
+
+def read_memd(path: Path) -> list[tuple[str, list[tuple[int, int]], list[tuple[int, int, int]]]]:
+    """Per sentence: (text, every explicit aspect span, [(start, end, gold label)] of positive/negative aspects)."""
     rows = []
     for sentence in json.loads(path.read_text(encoding="utf-8")):
-        tokens = sentence["raw_words"].split(" ")
-        starts, pos = [], 0
-        for token in tokens:
-            starts.append(pos)
-            pos += len(token) + 1
-        text = " ".join(tokens)
-        spans: dict[tuple[int, int], set[str]] = {}
-        for quad in sentence["quadruples"]:
-            a = quad["aspect"]
-            if int(a["from"]) < 0:
-                continue
-            lo, hi = int(a["from"]), int(a["to"])
-            span = (starts[lo], starts[hi - 1] + len(tokens[hi - 1]))
-            spans.setdefault(span, set()).add(quad["sentiment"])
+        text, spans = memd_sentence_spans(sentence)
         gold = [
             (s, e, POS if labels == {"POS"} else NEG)
             for (s, e), labels in spans.items()
@@ -276,18 +277,7 @@ def read_memd_labelled(path: Path) -> list[tuple[list[tuple[str, int, int]], lis
     code = {"POS": POS, "NEU": NEU, "NEG": NEG}
     out = []
     for sentence in json.loads(path.read_text(encoding="utf-8")):
-        tokens = sentence["raw_words"].split(" ")
-        starts, pos = [], 0
-        for token in tokens:
-            starts.append(pos)
-            pos += len(token) + 1
-        text = " ".join(tokens)
-        spans: dict[tuple[int, int], set[str]] = {}
-        for quad in sentence["quadruples"]:
-            a = quad["aspect"]
-            if int(a["from"]) >= 0:
-                lo, hi = int(a["from"]), int(a["to"])
-                spans.setdefault((starts[lo], starts[hi - 1] + len(tokens[hi - 1])), set()).add(quad["sentiment"])
+        text, spans = memd_sentence_spans(sentence)
         kept = [(span, labels.pop()) for span, labels in sorted(spans.items()) if len(labels) == 1]
         if kept:
             out.append(([(text, s, e) for (s, e), _ in kept], [code[label] for _, label in kept]))

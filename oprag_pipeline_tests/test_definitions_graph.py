@@ -31,3 +31,26 @@ def test_the_pipeline_runs_from_ingest_to_the_report() -> None:
     upstream = graph.get_ancestor_asset_keys(AssetKey("evaluation_report"))
     for stage in ("raw_documents", "entity_registry", "opinions", "enriched_kb", "raw_kb", "question_metrics"):
         assert AssetKey(stage) in upstream, stage
+
+
+def test_loading_the_definitions_raises_no_deprecation_warning() -> None:
+    """A deprecated Dagster call (e.g. `define_asset_job(partitions_def=…)`) warns on every `dagster dev`; the job
+    takes its partitions from its assets instead. Run in a fresh interpreter so already-imported modules do not
+    hide the warnings of module import."""
+    import subprocess
+    import sys
+
+    script = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from oprag_pipeline.definitions import defs\n"
+        "    job = defs.resolve_job_def('domain_refresh_job')\n"
+        "found = [f'{w.category.__name__}: {w.message}' for w in caught\n"
+        "         if issubclass(w.category, DeprecationWarning) and 'oprag_pipeline' in w.filename]\n"
+        "assert job.partitions_def is not None, 'the refresh job lost its domain partitions'\n"
+        "print('\\n'.join(found))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "", result.stdout

@@ -39,7 +39,6 @@ from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME, domain_partitions
 domain_refresh_job = define_asset_job(
     "domain_refresh_job",
     selection=AssetSelection.all(),
-    partitions_def=domain_partitions,
     description="Materialize every asset of one domain, from raw documents to the report.",
 )
 

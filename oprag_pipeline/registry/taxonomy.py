@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import squareform
 
 from oprag_pipeline.registry.candidates import Candidate, acronym_links, candidate_key
 
@@ -194,6 +192,11 @@ def _categories_of(centroids: np.ndarray, tier1_labels: np.ndarray, embed: Embed
 def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
     if len(distances) == 1:
         return np.array([1])
+    # imported here: scipy.cluster costs ~0.5 s, and the registry store (which every `oprag` command loads) needs
+    # this module's names, not its clustering
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
     tree = linkage(squareform(distances, checks=False), method="average")
     return fcluster(tree, t=height, criterion="distance")
 

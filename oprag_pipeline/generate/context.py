@@ -16,7 +16,8 @@ import duckdb
 
 from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.generate.answer import SIDES
-from oprag_pipeline.index.retrieval import BALANCED, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.index.fairness import source_map
+from oprag_pipeline.index.retrieval import BALANCED, FAIR, OpinionProfile, RetrievedHit, Retriever, attach_opinions
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.registry.store import registry_entities
 
@@ -169,6 +170,8 @@ def gather(
     opinions are about stands in, and the context says so."""
     if mode == BALANCED and knowledge.domain not in retriever.profiles:
         retriever.profiles[knowledge.domain] = knowledge.profile
+    if mode == FAIR and knowledge.domain not in retriever.sources:
+        retriever.sources[knowledge.domain] = source_map(conn, knowledge.domain)
     hits = retriever.search(knowledge.domain, question, k=k, mode=mode, kb=kb)
     attach_opinions(conn, knowledge.domain, kb, hits)
     passages = to_passages(kb, hits)

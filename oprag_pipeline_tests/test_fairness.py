@@ -3,6 +3,7 @@ engine and a real DuckDB warehouse, where one prolific author dominates the plai
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -199,3 +200,60 @@ def test_query_output_reports_how_concentrated_the_hits_are(indexed) -> None:
     assert "10 hits for" in plain and "Sources: 10 hits from 4 sources: largest source 70%" in plain
     fair = query("fair", 1.0)
     assert "(fair, k=10)" in fair and "Sources: 10 hits from 10 sources: largest source 10%" in fair
+
+
+# --- the command line, with the real embedder ---------------------------------------------------------------
+
+# Invented reviews: one account posts the same cold-breakfast complaint six times; five other guests write once.
+FLOOD = [f"The breakfast was cold again, cold eggs and cold coffee, visit {n}." for n in range(6)]
+OTHERS = [
+    "Breakfast was fine, warm pastries and decent coffee.",
+    "The pool was lovely and the breakfast buffet generous.",
+    "Our room was quiet; breakfast could have been hotter.",
+    "Check-in was quick and the staff were kind.",
+    "The breakfast eggs were cold but the fruit was fresh.",
+]
+
+
+def test_query_command_fair_mode_and_its_weight(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from oprag_pipeline.cli import main
+    from oprag_pipeline.enrich.authors import SQL as AUTHORS_SQL
+    from oprag_pipeline.enrich.store import OPINIONS_SQL
+    from oprag_pipeline.index.sync import SourcePoint, sync_collection
+    from oprag_pipeline.resources import EmbedderResource
+
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(data_dir.parent / "dagster_home"))
+    docs = [(f"f{n}", "account7", text) for n, text in enumerate(FLOOD)]
+    docs += [(f"g{n}", f"guest{n}", text) for n, text in enumerate(OTHERS)]
+    with duckdb.connect(str(data_dir / "warehouse.duckdb")) as conn:
+        _documents(conn, [(doc_id, author) for doc_id, author, _ in docs], domain="hotels")
+        conn.execute(OPINIONS_SQL)
+        conn.execute(AUTHORS_SQL)
+    store = EdgeVectorStore(data_dir / "qdrant")
+    try:
+        points = [
+            SourcePoint(key=f"{d}#0", text=t, payload={"domain": "hotels", "doc_id": d, "text": t}) for d, _, t in docs
+        ]
+        sync_collection(store, EmbedderResource().embedder(), "hotels.raw_kb", points)
+    finally:
+        store.close()
+
+    def query(*options: str):
+        return CliRunner().invoke(
+            main, ["query", "was the breakfast cold?", "--domain", "hotels", "--kb", "raw", "-k", "5", *options]
+        )
+
+    plain = query("--mode", "hybrid")
+    assert plain.exit_code == 0, plain.output
+    largest = re.search(r"^Sources: .* largest source (\d+)%", plain.output, re.M)
+    assert largest and int(largest.group(1)) >= 40, plain.output  # the flood does crowd the plain list
+    fair = query("--mode", "fair", "--fair-weight", "1")
+    assert fair.exit_code == 0, fair.output
+    assert "Sources: 5 hits from 5 sources: largest source 20%" in fair.output
+    wrong = query("--mode", "hybrid", "--fair-weight", "0.5")
+    assert wrong.exit_code != 0 and "fair_weight applies to mode 'fair' only" in wrong.output
+    out_of_range = query("--mode", "fair", "--fair-weight", "2")
+    assert out_of_range.exit_code != 0 and "--fair-weight" in out_of_range.output

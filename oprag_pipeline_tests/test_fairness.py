@@ -180,6 +180,21 @@ def test_fair_mode_caps_the_author_who_dominates_the_hybrid_list(indexed) -> Non
         r.search("hotels", "q", k=10, mode="hybrid", fair_weight=1.0)
 
 
+def test_answer_context_can_be_gathered_in_fair_mode(indexed) -> None:
+    """`oprag ask --mode fair`: the answer's passages come from the source-fair list (sources loaded on demand)."""
+    from oprag_pipeline.generate.context import DomainKnowledge, gather
+    from oprag_pipeline.index.retrieval import OpinionProfile
+    from oprag_pipeline.registry.matching import AliasMatcher
+
+    warehouse, store = indexed
+    knowledge = DomainKnowledge("hotels", OpinionProfile(AliasMatcher.from_aliases({}), {}), {})
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        retriever = Retriever(store, QueryEmbedder(), fair_weight=1.0)
+        context = gather(conn, retriever, knowledge, "how was the stay?", kb="raw", mode=FAIR, k=10)
+    assert context.mode == FAIR and len(context.passages) == 10
+    assert Counter(_author(int(p.doc_id[1:])) for p in context.passages)["flooder"] == 1
+
+
 def test_query_output_reports_how_concentrated_the_hits_are(indexed) -> None:
     warehouse, store = indexed
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from oprag_pipeline.enrich.documents import TEXT_MARKER
 from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.generate.answer import SIDES
 from oprag_pipeline.index.fairness import source_map
@@ -23,7 +24,7 @@ from oprag_pipeline.registry.store import registry_entities
 
 # The enriched KB embeds rendered metadata before the document's own words ("Entity: …\nText: …"); an answer quotes
 # only the words, which are verbatim from the document.
-ENRICHED_TEXT_MARKER = "Text: "
+ENRICHED_TEXT_MARKER = TEXT_MARKER
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 

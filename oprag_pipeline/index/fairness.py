@@ -6,8 +6,10 @@ person's view as if it were the crowd's. The flood analysis (`analysis/flooding.
 the corpus and bounds each source's weight in P_pop; this module does the same for what retrieval returns.
 
 A *source* of a hit is its document's author (`raw_documents.author_id`); a document without an author is its own
-source (nothing says it came from anyone else), named `doc:<doc_id>` as in the flood analysis. A caller may pass
-any other document → source map, e.g. one that also merges near-duplicate texts (`flooding.sources`).
+source (nothing says it came from anyone else), named `doc:<doc_id>` as in the flood analysis. As there, texts that
+are near-identical (word 3-shingle Jaccard ≥ 0.6, `flooding.near_duplicate_clusters`) join one source with every
+hit of their authors: a complaint pasted from five accounts is one voice. Near duplicates are looked for among the
+candidates only (a few dozen texts per query), not the whole corpus.
 
 The selection: with `fair_weight` w in [0, 1], each source may hold at most
 
@@ -56,6 +58,16 @@ def source_map(conn: duckdb.DuckDBPyConnection, domain: str, doc_ids: Sequence[s
     return {doc_id: source_key(doc_id, author_id) for doc_id, author_id in conn.execute(sql, params).fetchall()}
 
 
+def merge_near_duplicates(source_of: Mapping[str, str], texts: Mapping[str, str]) -> dict[str, str]:
+    """key → source, where keys whose texts are near-identical share one source with every key of their sources
+    (the flood analysis's `sources` rule: connected groups linked by author or by near-duplicate text). A source
+    is then named by its smallest member key, so the result does not depend on the order of the keys."""
+    from oprag_pipeline.analysis.flooding import SourcedOpinion, near_duplicate_clusters, sources
+
+    clusters = near_duplicate_clusters({key: texts[key] for key in source_of if key in texts})
+    return sources([SourcedOpinion(key, author, 0) for key, author in source_of.items()], clusters)
+
+
 def top_author_share(author_counts: Mapping[str, int], top: int = DEFAULT_TOP_AUTHORS) -> float:
     """Share of the opinions (or hits) written by the `top` most prolific authors (0 when there are none)."""
     total = sum(author_counts.values())
@@ -83,11 +95,12 @@ class Concentration:
     effective: float  # inverse Herfindahl
     top: int = DEFAULT_TOP_AUTHORS
 
-    def describe(self) -> str:
-        """One line for `oprag query`."""
+    def describe(self, unit: str = "sources") -> str:
+        """One line for `oprag query`; `unit` names what was counted (sources, authors)."""
+        one = unit.removesuffix("s")
         return (
-            f"{self.items} hits from {self.sources} sources: largest source {self.max_share:.0%}, "
-            f"top-{self.top} sources {self.top_share:.0%}, effective sources {self.effective:.1f}"
+            f"{self.items} hits from {self.sources} {unit}: largest {one} {self.max_share:.0%}, "
+            f"top-{self.top} {unit} {self.top_share:.0%}, effective {unit} {self.effective:.1f}"
         )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 
+from oprag_pipeline.enrich.documents import own_words
 from oprag_pipeline.index.fairness import concentration, source_key, source_map
 from oprag_pipeline.index.retrieval import (
     FAIR,
@@ -48,7 +49,7 @@ def run_query(
 ) -> str:
     """`profile` builds what balanced mode balances on (default: all-time counts); `footer` adds lines about the
     focus entity (the analyses' timeline); `fair_weight` is fair mode's knob (default: the retriever's). Every mode
-    reports how concentrated its hits are on their sources, so a fair list can be set beside a plain one."""
+    reports how concentrated its hits are on their authors, so a fair list can be set beside a plain one."""
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         build = profile or (lambda c: OpinionProfile.load(c, domain))
         profiles = {domain: build(conn)} if mode in OPINION_MODES else None
@@ -83,7 +84,7 @@ def run_query(
     for rank, hit in enumerate(hits, start=1):
         lines.extend(_render_hit(rank, hit, kb))
     if spread:
-        lines += ["", f"Sources: {spread.describe()}"]
+        lines += ["", f"Authors: {spread.describe('authors')}"]
     if focus:
         retrieved = Counter(o["sentiment"] for h in hits for o in h.opinions if o["entity_id"] == focus)
         name = focus_name[0] if focus_name else focus
@@ -120,7 +121,7 @@ def _render_hit(rank: int, hit: RetrievedHit, kb: str) -> list[str]:
     author = ", ".join(f"{k}={v}" for k, v in sorted(hit.author.items())) or "unknown author"
     text = hit.payload.get("text", "")
     if kb == "enriched":
-        text = text.split("Text: ", 1)[-1]
+        text = own_words(text)
     snippet = " ".join(text.split())[:160]
     return [
         f"{rank:>3}. [{hit.score:.3f}] {hit.payload.get('doc_id')}  {opinions}",

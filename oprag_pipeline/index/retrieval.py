@@ -15,10 +15,17 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from oprag_pipeline.enrich.documents import own_words
 from oprag_pipeline.enrich.schema import SIGMA_SCALE
 from oprag_pipeline.index.balancing import proportional_quotas, split_slots
 from oprag_pipeline.index.diversify import DEFAULT_LAMBDA, Candidate, mmr, pm2, sigma_aspect_weights, xquad
-from oprag_pipeline.index.fairness import DEFAULT_FAIR_WEIGHT, cap_sources, source_cap, source_key
+from oprag_pipeline.index.fairness import (
+    DEFAULT_FAIR_WEIGHT,
+    cap_sources,
+    merge_near_duplicates,
+    source_cap,
+    source_key,
+)
 from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import FilterValue, SearchHit, VectorStore
 from oprag_pipeline.registry.matching import AliasMatcher
@@ -239,7 +246,8 @@ class Retriever:
         fair_weight: float,
     ) -> list[RetrievedHit]:
         """The hybrid candidates (`candidate_pool_size(k)`) with at most `fairness.source_cap(k, w)` hits per
-        source; at w = 0 (no cap) exactly the plain hybrid list. Hits keep their hybrid score."""
+        source (an author, merged with the authors of near-identical candidate texts); at w = 0 (no cap) exactly
+        the plain hybrid list. Hits keep their hybrid score."""
         cap = source_cap(k, fair_weight)
         if cap >= k:
             return self.search(domain, query, k=k, mode="hybrid", kb=kb, filters=filters)
@@ -255,7 +263,12 @@ class Retriever:
             doc_id = str(h.payload.get("doc_id"))
             return source_of.get(doc_id) or source_key(doc_id, None)
 
-        chosen = cap_sources([Candidate(h.id, h.score, source(h)) for h in pool], k, cap)
+        def words(h: SearchHit) -> str:
+            text = str(h.payload.get("text", ""))
+            return own_words(text) if kb == "enriched" else text  # the metadata header is shared, not copied
+
+        merged = merge_near_duplicates({h.id: source(h) for h in pool}, {h.id: words(h) for h in pool})
+        chosen = cap_sources([Candidate(h.id, h.score, merged[h.id]) for h in pool], k, cap)
         return [RetrievedHit(c.point_id, by_id[c.point_id].score, dict(by_id[c.point_id].payload)) for c in chosen]
 
     def _balanced(

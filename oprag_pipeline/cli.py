@@ -491,6 +491,8 @@ def ask_command(
     as_json: bool,
 ) -> None:
     """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
+    if fair_weight is not None and mode != "fair":
+        raise click.UsageError("--fair-weight applies to --mode fair only")
     from oprag_pipeline.enrich.llm import MissingCredentialsError
     check_configuration(pipeline=False)
     _domain_arguments([domain])
@@ -500,8 +502,6 @@ def ask_command(
     from oprag_pipeline.index.vector_store import CollectionNotFoundError
 
     try:
-        if fair_weight is not None and mode != "fair":
-            raise click.UsageError("--fair-weight applies to --mode fair only")
         extra = {} if fair_weight is None else {"fair_weight": fair_weight}
         result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer, **extra)
     except (FileNotFoundError, LookupError, MissingCredentialsError, RuntimeError) as error:

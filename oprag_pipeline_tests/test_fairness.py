@@ -293,3 +293,12 @@ def test_query_command_fair_mode_and_its_weight(data_dir: Path, monkeypatch: pyt
     assert wrong.exit_code != 0 and "fair_weight applies to mode 'fair' only" in wrong.output
     out_of_range = query("--mode", "fair", "--fair-weight", "2")
     assert out_of_range.exit_code != 0 and "--fair-weight" in out_of_range.output
+
+
+def test_ask_command_refuses_a_fair_weight_without_fair_mode(data_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from oprag_pipeline.cli import main
+
+    result = CliRunner().invoke(main, ["ask", "how is the wifi?", "--domain", "hotels", "--fair-weight", "0.5"])
+    assert result.exit_code == 2 and "--fair-weight applies to --mode fair only" in result.output

@@ -195,6 +195,8 @@ def test_fair_mode_caps_the_author_who_dominates_the_hybrid_list(indexed) -> Non
         Retriever(store, QueryEmbedder()).search("hotels", "q", k=10, mode="fair", fair_weight=1.0)
     with pytest.raises(ValueError, match="fair_weight applies"):
         r.search("hotels", "q", k=10, mode="hybrid", fair_weight=1.0)
+    with pytest.raises(ValueError, match="fair_weight applies"):
+        r.search("hotels", "q", k=10, mode="mmr", fair_weight=1.0)
 
 
 def test_answer_context_can_be_gathered_in_fair_mode(indexed) -> None:

@@ -166,14 +166,14 @@ class Retriever:
         """The k hits of one mode; `fair_weight` (fair mode only) overrides the retriever's default."""
         if mode not in ALL_MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(ALL_MODES)}")
+        if fair_weight is not None and mode != FAIR:
+            raise ValueError(f"fair_weight applies to mode {FAIR!r} only, not {mode!r}")
         if mode in OPINION_MODES and kb != "enriched":
             raise ValueError(f"{mode} retrieval needs the opinion payload of the enriched KB (kb='enriched')")
         if mode == BALANCED:
             return self._balanced(domain, query, k, kb, filters)
         if mode in DIVERSIFIED:
             return self._diversified(domain, query, k, kb, mode, filters)
-        if fair_weight is not None and mode != FAIR:
-            raise ValueError(f"fair_weight applies to mode {FAIR!r} only, not {mode!r}")
         if mode == FAIR:
             weight = self.fair_weight if fair_weight is None else fair_weight
             return self._source_fair(domain, query, k, kb, filters, weight)

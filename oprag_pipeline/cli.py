@@ -343,12 +343,18 @@ def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wa
 @click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=500), help="Hits to return.")
 @click.option(
     "--mode",
-    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2"]),
+    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2", "fair"]),
     default="hybrid",
     show_default=True,
     help="balanced: hybrid relevance with slots in proportion to the corpus's opinions on the entities the "
     "question names (enriched KB only); mmr, xquad, pm2: the hybrid candidates re-ranked by the literature's "
-    "diversification methods (xquad and pm2 over σ-levels, enriched KB only).",
+    "diversification methods (xquad and pm2 over σ-levels, enriched KB only); fair: the hybrid candidates with "
+    "no author holding more than floor(k^(1 - W)) hits (see --fair-weight).",
+)
+@click.option(
+    "--fair-weight",
+    type=click.FloatRange(0, 1),
+    help="fair: 0 is the plain hybrid list, 1 one hit per author; default 0.5 (about sqrt(k) hits per author).",
 )
 @click.option(
     "--kb",
@@ -379,6 +385,7 @@ def query_command(
     since,
     half_life: float | None,
     window_months: int,
+    fair_weight: float | None,
 ) -> None:
     """Search a domain's knowledge base and compare the retrieved opinions with the corpus."""
     check_configuration(pipeline=False)
@@ -422,6 +429,7 @@ def query_command(
             entity=entity,
             profile=profile_builder(domain, since=since.date() if since else None, half_life_days=half_life),
             footer=timeline_footer(domain, window_months),
+            fair_weight=fair_weight,
         )
     except CollectionNotFoundError as error:
         raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from None
@@ -452,9 +460,15 @@ def query_command(
 )
 @click.option(
     "--mode",
-    type=click.Choice(["semantic", "hybrid", "balanced"]),
+    type=click.Choice(["semantic", "hybrid", "balanced", "fair"]),
     default=None,
-    help="Retrieval mode (default: balanced on the enriched KB, hybrid elsewhere).",
+    help="Retrieval mode (default: balanced on the enriched KB, hybrid elsewhere); fair: the hybrid list with no "
+    "author holding more than floor(k^(1 - W)) passages (see --fair-weight).",
+)
+@click.option(
+    "--fair-weight",
+    type=click.FloatRange(0, 1),
+    help="fair: 0 is the plain hybrid list, 1 one passage per author; default 0.5.",
 )
 @click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=200), help="Passages retrieved.")
 @click.option(
@@ -466,8 +480,19 @@ def query_command(
     "read their keys and models from the environment, as the extractors do.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The answer with its stated shares, quotes and flags as JSON.")
-def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, writer: str, as_json: bool) -> None:
+def ask_command(
+    question: str,
+    domain: str,
+    kb: str,
+    mode: str | None,
+    fair_weight: float | None,
+    k: int,
+    writer: str,
+    as_json: bool,
+) -> None:
     """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
+    if fair_weight is not None and mode != "fair":
+        raise click.UsageError("--fair-weight applies to --mode fair only")
     from oprag_pipeline.enrich.llm import MissingCredentialsError
     check_configuration(pipeline=False)
     _domain_arguments([domain])
@@ -477,7 +502,8 @@ def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, w
     from oprag_pipeline.index.vector_store import CollectionNotFoundError
 
     try:
-        result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer)
+        extra = {} if fair_weight is None else {"fair_weight": fair_weight}
+        result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer, **extra)
     except (FileNotFoundError, LookupError, MissingCredentialsError, RuntimeError) as error:
         raise click.ClickException(str(error)) from error
     except CollectionNotFoundError as error:

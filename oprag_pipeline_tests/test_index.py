@@ -100,7 +100,7 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert both.exit_code != 0 and "not both" in both.output
     raw = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--kb", "raw", "--mode", "semantic"])
     assert raw.exit_code == 0, raw.output
-    for mode in ("pm2", "mmr"):  # the diversification baselines are reachable from the command line too
+    for mode in ("pm2", "mmr", "fair"):  # the re-ranking modes are reachable from the command line too
         diversified = CliRunner().invoke(
             main, ["query", "what do guests think of the breakfast?", "--domain", "hotels", "-k", "5", "--mode", mode]
         )

@@ -19,6 +19,7 @@ from oprag_pipeline.index.retrieval import (
     Retriever,
     attach_opinions,
 )
+from oprag_pipeline.index.vector_store import RRF_K
 
 SENTIMENTS = ("positive", "neutral", "negative")
 BAR_WIDTH = 30
@@ -80,7 +81,7 @@ def run_query(
             else None
         )
         footer_lines = footer(conn, focus) if footer and focus else []
-    lines = [f'{len(hits)} hits for "{query}" in {domain}/{kb} ({mode}, k={k})', ""]
+    lines = [f'{len(hits)} hits for "{query}" in {domain}/{kb} ({mode}, k={k})', f"[score]: {score_legend(mode)}", ""]
     for rank, hit in enumerate(hits, start=1):
         lines.extend(_render_hit(rank, hit, kb))
     if spread:
@@ -96,6 +97,20 @@ def run_query(
         lines.append("")
         lines.extend(footer_lines)
     return "\n".join(lines)
+
+
+def score_legend(mode: str) -> str:
+    """What the bracketed number of a hit means in this mode, so a reader can compare hits (and not modes: a cosine
+    and a fused rank score are different scales)."""
+    if mode == "semantic":
+        return "cosine similarity of the question and the text (MiniLM vectors, higher is closer, at most 1)"
+    fused = (
+        f"reciprocal-rank fusion of the dense and BM25 rankings: the sum over both lists of 1/({RRF_K} + position), "
+        f"position 0 for a list's first hit (at most {2 / RRF_K:.3f}: first in both; not comparable across questions)"
+    )
+    if mode == "hybrid":
+        return fused
+    return f"the hit's hybrid score, {fused}; the order is {mode}'s, not the score's"
 
 
 def _hit_sources(conn: duckdb.DuckDBPyConnection, domain: str, hits: Sequence[RetrievedHit]) -> list[str]:

@@ -321,16 +321,22 @@ def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wa
     failures = []
     with _writing(wait):
         _fail_abandoned(instance)
-        with tqdm(total=len(chosen), desc="domains", unit="domain", file=sys.stderr) as bar:
+        # A bar on a terminal; where stderr is a file or a pipe a redrawn bar is a line per redraw, so there each
+        # finished domain says "[i/n]" on its own line instead.
+        interactive = sys.stderr.isatty()
+        with tqdm(total=len(chosen), desc="domains", unit="domain", file=sys.stderr, disable=not interactive) as bar:
             outcomes = materialize_domains(chosen, selection=selection, instance=instance, tracebacks=_debug(ctx))
-            for outcome in outcomes:
+            for done, outcome in enumerate(outcomes, start=1):
                 bar.update(1)
                 status = "ok" if outcome.success else "FAILED"
-                bar.write(
-                    f"{outcome.domain}: {status} ({outcome.steps} steps, {outcome.seconds:.1f} s, run {outcome.run_id})"
-                )
-                for failure in outcome.failures:
-                    bar.write(f"  {outcome.domain}: {failure}")
+                counter = "" if interactive else f"[{done}/{len(chosen)}] "
+                lines = [
+                    f"{counter}{outcome.domain}: {status} ({outcome.steps} steps, {outcome.seconds:.1f} s, "
+                    f"run {outcome.run_id})",
+                    *(f"  {outcome.domain}: {failure}" for failure in outcome.failures),
+                ]
+                for line in lines:
+                    bar.write(line)  # above the bar, which is redrawn below it
                 if not outcome.success:
                     failures.append(outcome.domain)
     if failures:

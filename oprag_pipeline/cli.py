@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from contextlib import contextmanager
@@ -554,21 +555,22 @@ def serve_command(host: str, port: int) -> None:
     help="Re-materialize the evaluation first (default: only when it has never run for the domain).",
 )
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for a run writing the data directory.")
+@click.option("--wide", is_flag=True, help="The summary with full labels, however wide (default: fit the terminal).")
 @click.pass_context
-def report_command(ctx: click.Context, domains: tuple[str, ...], refresh: bool, wait: bool) -> None:
+def report_command(ctx: click.Context, domains: tuple[str, ...], refresh: bool, wait: bool, wide: bool) -> None:
     """Write data/reports/<domain>/ (metrics.json, report.md, report.html, PNG plots) and print the summary."""
     check_configuration(pipeline=True)
     chosen = _runnable_domains(domains)
     check_qdrant_reachable()
     check_warehouse_readable()
     with _writing(wait):
-        _report(chosen, refresh, tracebacks=_debug(ctx))
+        _report(chosen, refresh, tracebacks=_debug(ctx), wide=wide)
 
 
-def _report(chosen: list[str], refresh: bool, *, tracebacks: bool) -> None:
+def _report(chosen: list[str], refresh: bool, *, tracebacks: bool, wide: bool = False) -> None:
     import duckdb
 
-    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, write_report
+    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, compact_summary, write_report
     from oprag_pipeline.runner import materialize_domains
 
     warehouse = settings.warehouse_path()
@@ -592,7 +594,12 @@ def _report(chosen: list[str], refresh: bool, *, tracebacks: bool) -> None:
         click.echo(f"{domain}: report in {written.directory} (report.md, report.html, metrics.json, plots)")
         for line in written.verdict:
             click.echo(line)
-        click.echo(_text_table(SUMMARY_HEADERS, written.summary_rows))
+        if wide:
+            click.echo(_text_table(SUMMARY_HEADERS, written.summary_rows))
+        else:
+            headers, rows, legend = compact_summary(written.summary_rows)
+            click.echo(_fitted_table(headers, rows, shutil.get_terminal_size().columns))
+            click.echo(legend)
         click.echo("")
 
 
@@ -607,6 +614,26 @@ def _text_table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _fitted_table(headers: list[str], rows: list[list[str]], width: int) -> str:
+    """`_text_table` split into blocks of columns (each repeating the first) so that no line is wider than
+    `width`: a wrapped table cannot be read."""
+    blocks: list[list[int]] = []
+    current: list[int] = []
+    column_widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
+    used = column_widths[0]
+    for index in range(1, len(headers)):
+        if current and used + 2 + column_widths[index] > width:
+            blocks.append(current)
+            current, used = [], column_widths[0]
+        current.append(index)
+        used += 2 + column_widths[index]
+    blocks.append(current)
+    return "\n\n".join(
+        _text_table([headers[0], *(headers[i] for i in block)], [[r[0], *(r[i] for i in block)] for r in rows])
+        for block in blocks
+    )
 
 
 @main.command("status")

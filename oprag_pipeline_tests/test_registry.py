@@ -355,3 +355,28 @@ def test_people_in_general_are_not_targets() -> None:
     keys = {c.key for c in mine_candidates(docs, min_doc_frequency=2)}
     assert "pool" in keys
     assert not keys & {"guest", "people", "person"}
+
+
+def test_a_quality_named_by_its_adjectives_is_filed_under_qualities() -> None:
+    """"Slow" and "quick" make the quality `speed`; wherever its name's embedding lands (here: beside parking, in
+    its tier 2), it is a quality, in a tier 2 of its own, while a thing named by a noun keeps its category."""
+    docs = [(f"s{i}", f"The lift was slow. Check-out was quick. The parking was fine {i}.") for i in range(4)]
+    docs += [(f"p{i}", f"We liked the pool {i}. The garage was tiny.") for i in range(4)]
+    candidates = mine_candidates(docs, min_doc_frequency=2)
+    speed = next(c for c in candidates if c.key == "speed")
+    assert set(speed.aliases) == {"slow", "quick"}
+
+    def embed_speed_near_parking(texts):
+        near_parking = [0, 0, 0, 1, 0, 1]  # cosine distance ~0.31: another entity, but parking's tier 2
+        return np.array([near_parking if t.lower() == "speed" else embed([t])[0] for t in texts], dtype=float)
+
+    kept = [c for c in candidates if c.key in {"speed", "parking", "pool", "garage"}]
+    entities = build_entities(kept, embed_speed_near_parking, ClusterThresholds())
+    by_name = {e.name: e for e in entities}
+    parking = next(e for e in entities if "parking" in e.aliases)  # with "garage"
+    assert by_name["speed"].tier1_name == "qualities"
+    assert parking.tier1_name != "qualities"
+    assert by_name["speed"].tier2_id != parking.tier2_id
+    for entity in by_name.values():  # every tier 2 lies inside one tier 1
+        same_tier2 = [e for e in by_name.values() if e.tier2_id == entity.tier2_id]
+        assert {e.tier1_id for e in same_tier2} == {entity.tier1_id}

@@ -29,7 +29,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def side_of(sigma: int) -> str:
-    """The side of a σ-score: the sign of the σ-scale (DESIGN.md)."""
+    """The side of a σ-score: the sign of the σ-scale (docs/design.md)."""
     return "positive" if sigma > 0 else "negative" if sigma < 0 else "neutral"
 
 

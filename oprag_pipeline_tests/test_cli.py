@@ -36,6 +36,7 @@ def test_console_script_is_installed() -> None:
     assert completed.returncode == 0 and "generate-demo" in completed.stdout
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_run_then_status(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     write_lines(data_dir / "raw/shop/a.jsonl", ['{"doc_id": "1", "text": "Sturdy lid."}', "{oops"])
@@ -54,6 +55,7 @@ def test_run_then_status(data_dir: Path, tmp_path: Path, monkeypatch: pytest.Mon
     assert "quarantined for malformed_json" in text
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_run_progress_is_one_line_per_domain_when_not_a_terminal(data_dir: Path, tmp_path: Path) -> None:
     """Piped output (CI logs, `| tee`) gets "[i/n] domain: ok" once per domain, not a progress bar per redraw."""
     import os
@@ -79,6 +81,7 @@ def test_run_rejects_unknown_domain(data_dir: Path) -> None:
     assert result.exit_code != 0 and "nope" in result.output
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_generate_demo_then_run(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     runner = CliRunner()

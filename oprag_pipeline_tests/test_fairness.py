@@ -249,6 +249,7 @@ OTHERS = [
 ]
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_query_command_fair_mode_and_its_weight(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 

@@ -70,7 +70,7 @@ def _one_line(error: BaseException) -> str:
 
 def check_configuration(*, pipeline: bool) -> None:
     """Every problem of the environment at once, or nothing."""
-    problems = settings.configuration_problems(pipeline=pipeline)
+    problems = env_config.problems(pipeline=pipeline)
     if problems:
         raise ConfigProblems(problems)
 

@@ -76,6 +76,9 @@ class Variable:
         return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
 
 
+RESOURCE_KEYS = ("paths", "warehouse", "embedder", "vector_store", "extractor")
+"""The keys of `resources.build_resources()`; any other `field` owner is an asset with run config."""
+
 _EXTRACTORS = ("offline", "anthropic", "openai-compatible")  # enrich.factory.EXTRACTORS checks it is the same
 
 VARIABLES: tuple[Variable, ...] = (
@@ -328,7 +331,9 @@ def readme_table() -> str:
         "| --- | --- | --- | --- |",
     ]
     for v in VARIABLES:
-        where = f"`{v.field}`" if v.field else "—"
+        where = "—"
+        if v.field:
+            where = ("resource" if v.field.split(".")[0] in RESOURCE_KEYS else "run config") + f" `{v.field}`"
         if v.secret:
             where += " (secret: an `EnvVar`)" if v.field else " (secret: environment only)"
         meaning = v.description

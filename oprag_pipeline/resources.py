@@ -115,12 +115,18 @@ _EMBEDDERS: dict[tuple[str, str], Any] = {}
 """One embedder per model and precision per process: loading the ONNX session costs seconds, a batch milliseconds."""
 
 
+DEFAULT_BATCH_SIZE = 500
+DEFAULT_LLM_BATCH_SIZE = 20
+"""Documents per committed extraction batch unless OPRAG_EXTRACT_BATCH_SIZE says: a batch is the unit of resume, and
+an LLM batch costs money and minutes."""
+
+
 class ExtractorResource(ConfigurableResource):
     """Which opinion extractor runs: `offline` (default), `anthropic` or `openai-compatible` (env OPRAG_EXTRACTOR)."""
 
     kind: str = Field(default="offline", description="offline | anthropic | openai-compatible (env OPRAG_EXTRACTOR)")
     batch_size: int = Field(
-        default=settings.DEFAULT_EXTRACT_BATCH_SIZE,
+        default=DEFAULT_BATCH_SIZE,
         ge=1,
         description="Documents per committed batch (the unit of resume; env OPRAG_EXTRACT_BATCH_SIZE).",
     )
@@ -214,7 +220,9 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
     by_kind = {field: config.value_or_none(name) for field, name in _KIND_VARIABLES.get(kind, {}).items()}
     if by_kind.get("price_per_mtok"):
         by_kind["price_per_mtok"] = ",".join(f"{p:g}" for p in by_kind["price_per_mtok"])
-    batch_size = config.value_or_none("OPRAG_EXTRACT_BATCH_SIZE") or settings.default_extract_batch_size(kind)
+    batch_size = config.value_or_none("OPRAG_EXTRACT_BATCH_SIZE") or (
+        DEFAULT_BATCH_SIZE if kind == "offline" else DEFAULT_LLM_BATCH_SIZE
+    )
     return {
         "paths": DataDirResource(data_dir=str(root)),
         "warehouse": warehouse_resource(warehouse or (settings.warehouse_path(root) if data_dir else None)),

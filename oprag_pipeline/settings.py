@@ -1,4 +1,4 @@
-"""Where things live on disk, and the settings every stage shares (declared in `config.py`).
+"""Where things live on disk (the variables that move them are declared in `config.py`).
 
 Every path is resolved from the environment at call time (not import time) so that tests, the CLI and
 `dagster dev` can each point the same code at a different data directory without reloading modules.
@@ -14,15 +14,8 @@ from oprag_pipeline.config import ConfigError
 
 DATA_DIR_ENV = "OPRAG_DATA_DIR"
 WAREHOUSE_ENV = "OPRAG_WAREHOUSE"
-MAX_TEXT_CHARS_ENV = "OPRAG_MAX_TEXT_CHARS"
 SQL_DIR_ENV = "OPRAG_SQL_DIR"
 
-EXTRACTOR_ENV = "OPRAG_EXTRACTOR"
-EXTRACT_BATCH_SIZE_ENV = "OPRAG_EXTRACT_BATCH_SIZE"
-
-DEFAULT_MAX_TEXT_CHARS: int = config.declared(MAX_TEXT_CHARS_ENV).default
-DEFAULT_EXTRACT_BATCH_SIZE = 500
-DEFAULT_LLM_EXTRACT_BATCH_SIZE = 20
 RATED_ASPECTS_FILE = "_rated_aspects.json"
 """In a domain folder: `{aspect: [entity names that honestly name it]}` for the documents' `rating_<aspect>` columns,
 written by the importer that knows the source's rated aspects and read by the gold mapping; the leading underscore
@@ -72,40 +65,6 @@ def sql_models_dir() -> Path:
 def reports_dir(base: Path | None = None) -> Path:
     """`reports/<domain>/` holds each domain's evaluation report."""
     return (base or data_dir()) / "reports"
-
-
-def max_text_chars() -> int:
-    """Texts longer than this are quarantined: they would dominate chunking and extraction cost."""
-    return config.value(MAX_TEXT_CHARS_ENV)
-
-
-def extractor_kind() -> str:
-    """`OPRAG_EXTRACTOR`: offline (default), anthropic or openai-compatible."""
-    return config.value(EXTRACTOR_ENV)
-
-
-def extract_batch_size(kind: str | None = None) -> int:
-    """`OPRAG_EXTRACT_BATCH_SIZE`: documents per committed extraction batch (the unit of resume), else the
-    default for the extractor `kind` (default: `OPRAG_EXTRACTOR`)."""
-    configured = config.value(EXTRACT_BATCH_SIZE_ENV)
-    if configured is not None:
-        return configured
-    return default_extract_batch_size(config.value_or_default(EXTRACTOR_ENV) if kind is None else kind)
-
-
-def default_extract_batch_size(kind: str) -> int:
-    """500 documents for the offline extractor, 20 for an LLM (whose batch costs money and minutes)."""
-    return DEFAULT_EXTRACT_BATCH_SIZE if kind == "offline" else DEFAULT_LLM_EXTRACT_BATCH_SIZE
-
-
-def configuration_problems(*, pipeline: bool = True) -> list[str]:
-    """Every problem with the environment, one line each (secrets are never shown, only whether they are set).
-
-    `pipeline` adds what only a run needs (the extractor and its credentials); a query or a status read does not.
-    Checked once when a command starts, so a typo fails in a second with its name rather than minutes into a run.
-    The rules are the declarations in `config.py`.
-    """
-    return config.problems(pipeline=pipeline)
 
 
 def check_domain_name(name: str) -> str:

@@ -122,6 +122,7 @@ def test_each_declared_field_exists() -> None:
     from oprag_pipeline.definitions import build_definitions
 
     resources = build_resources()
+    assert tuple(resources) == config.RESOURCE_KEYS
     defs = build_definitions()
     for variable in config.VARIABLES:
         if not variable.field:

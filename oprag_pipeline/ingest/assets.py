@@ -25,7 +25,7 @@ from oprag_pipeline.resources import DataDirResource
 def _default_max_text_chars() -> int:
     """The environment's limit, or the built-in one when it is invalid: definitions must still load (for the UI);
     the CLI refuses the bad value before any run with a one-line message."""
-    return env_config.value_or_default(settings.MAX_TEXT_CHARS_ENV)
+    return env_config.value_or_default("OPRAG_MAX_TEXT_CHARS")
 
 
 class RawDocumentsConfig(Config):

@@ -93,7 +93,7 @@ VARIABLES: tuple[Variable, ...] = (
              shown_default="`data/models`", check="never"),
     Variable("OPRAG_VECTOR_CACHE_DIR", "path",
              "embedded vectors by text hash, one folder per model variant, reused by every KB and run",
-             shown_default="`$OPRAG_DATA_DIR/vector_cache`", check="never"),
+             shown_default="`$OPRAG_DATA_DIR/vector_cache`", field="embedder.vector_cache_dir", check="never"),
     Variable("OPRAG_SQL_DIR", "path", "the SQL models of the evaluation marts", shown_default="`dbt_like_sql/`",
              check="never"),
     # -- ingest --------------------------------------------------------------------------------------------------

@@ -97,6 +97,12 @@ class EmbedderResource(ConfigurableResource):
         "OPRAG_EMBED_PRECISION, else w8).",
     )
 
+    vector_cache_dir: str | None = Field(
+        default=None,
+        description="Embedded vectors by text hash, reused by every KB and run (unset: env OPRAG_VECTOR_CACHE_DIR, "
+        "else vector_cache/ in the data directory).",
+    )
+
     def embedder(self):
         from oprag_pipeline.embeddings import OfflineEmbedder
 
@@ -204,6 +210,10 @@ def _choice(name: str) -> str:
     return config.value_or_none(name) or config.raw(name)
 
 
+def _text(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
+
+
 def _secret(name: str) -> EnvVar | None:
     """An `EnvVar` for a secret that is set (resolved in the run's process, shown in the UI by name only); None
     for one that is not, since an `EnvVar` of an unset variable fails the run."""
@@ -229,6 +239,7 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
         "embedder": EmbedderResource(
             model=config.value_or_none("OPRAG_EMBED_MODEL"),
             precision=config.value_or_none("OPRAG_EMBED_PRECISION"),
+            vector_cache_dir=_text(config.value_or_none("OPRAG_VECTOR_CACHE_DIR")),
         ),
         "vector_store": VectorStoreResource(
             data_dir=str(root),

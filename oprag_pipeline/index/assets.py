@@ -40,13 +40,16 @@ VECTOR_CACHE_ENV = "OPRAG_VECTOR_CACHE_DIR"
 ENRICHED_DENSE_ENV = "OPRAG_ENRICHED_DENSE"
 
 
-def vector_cache_root(data_dir: str | Path) -> Path:
-    """Where embedded vectors are kept for reuse: `OPRAG_VECTOR_CACHE_DIR`, else `vector_cache/` in the data dir."""
+def vector_cache_root(data_dir: str | Path, configured: str | None = None) -> Path:
+    """Where embedded vectors are kept for reuse: `configured` (the embedder resource's field), else
+    `OPRAG_VECTOR_CACHE_DIR`, else `vector_cache/` in the data dir."""
+    if configured:
+        return Path(configured).expanduser()
     return env_config.value(VECTOR_CACHE_ENV) or Path(data_dir) / "vector_cache"
 
 
 def _encoder(embedder: EmbedderResource, vector_store: VectorStoreResource) -> CachedDenseEncoder:
-    return CachedDenseEncoder(embedder.embedder(), vector_cache_root(vector_store.data_dir))
+    return CachedDenseEncoder(embedder.embedder(), vector_cache_root(vector_store.data_dir, embedder.vector_cache_dir))
 
 
 def _count_check(kb: str, source: str) -> AssetCheckSpec:

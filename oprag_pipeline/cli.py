@@ -20,6 +20,7 @@ from pathlib import Path
 
 import click
 
+from oprag_pipeline import config as env_config  # `config` names files and run config here
 from oprag_pipeline import settings
 
 
@@ -56,7 +57,7 @@ class OpragGroup(click.Group):
 
 
 def _debug(ctx: click.Context) -> bool:
-    return bool((ctx.obj or {}).get("debug")) or os.environ.get("OPRAG_DEBUG", "") == "1"
+    return bool((ctx.obj or {}).get("debug")) or env_config.value("OPRAG_DEBUG")
 
 
 def _one_line(error: BaseException) -> str:
@@ -70,14 +71,14 @@ def _one_line(error: BaseException) -> str:
 
 def check_configuration(*, pipeline: bool) -> None:
     """Every problem of the environment at once, or nothing."""
-    problems = settings.configuration_problems(pipeline=pipeline)
+    problems = env_config.problems(pipeline=pipeline)
     if problems:
         raise ConfigProblems(problems)
 
 
 def check_qdrant_reachable() -> None:
     """With QDRANT_URL set, fail now with the reason if the server does not answer (5 s), not mid-run."""
-    url = os.environ.get("QDRANT_URL", "").strip()
+    url = env_config.raw("QDRANT_URL")
     if not url:
         return
     from qdrant_client import QdrantClient
@@ -85,7 +86,7 @@ def check_qdrant_reachable() -> None:
     from oprag_pipeline.index.vector_store import _redact_url
 
     try:
-        client = QdrantClient(url=url, api_key=os.environ.get("QDRANT_API_KEY") or None, timeout=5)
+        client = QdrantClient(url=url, api_key=env_config.secret("QDRANT_API_KEY"), timeout=5)
         client.get_collections()
         client.close()
     except Exception as error:
@@ -189,7 +190,7 @@ def dagster_instance():
     """The persistent instance shared with `dagster dev` (see README), created on first use."""
     from dagster import DagsterInstance
 
-    home = Path(os.environ.get("DAGSTER_HOME") or settings.data_dir() / "dagster_home").resolve()
+    home = (env_config.value("DAGSTER_HOME") or settings.data_dir() / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists() or config.read_text().startswith("# Written by oprag"):  # ours: keep it current

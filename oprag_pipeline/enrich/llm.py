@@ -39,7 +39,6 @@ import hashlib
 import html
 import json
 import logging
-import os
 import random
 import re
 import threading
@@ -52,6 +51,7 @@ from typing import Any, ClassVar, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from oprag_pipeline import config
 from oprag_pipeline.enrich.schema import (
     DocumentInput,
     Emotion,
@@ -344,7 +344,7 @@ def _longest_prefix(model: str, table: dict[str, Any]) -> Any | None:
 
 
 def _price_from_env(variable: str) -> TokenPrice | None:
-    raw = os.environ.get(variable, "").strip()
+    raw = config.raw(variable)
     if not raw:
         return None
     try:
@@ -539,7 +539,7 @@ def diagnose(exc: BaseException, *, timeout: float, max_tokens: int) -> Diagnosi
 
 
 def _env_float(variable: str, default: float) -> float:
-    raw = os.environ.get(variable, "").strip()
+    raw = config.raw(variable)
     return float(raw) if raw else default
 
 
@@ -857,13 +857,13 @@ class AnthropicExtractor(_LLMExtractor):
         max_document_chars: int = 30_000,
         price_per_mtok: tuple[float, float] | None = None,
     ) -> None:
-        api_key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+        api_key = config.raw("ANTHROPIC_API_KEY")
         if not api_key:
             raise MissingCredentialsError(
                 "ANTHROPIC_API_KEY is not set: the anthropic extractor reads its API key only from the environment "
                 "(set ANTHROPIC_BASE_URL too to use a proxy or gateway)"
             )
-        chosen_model = model or os.environ.get("OPRAG_ANTHROPIC_MODEL", "").strip() or DEFAULT_ANTHROPIC_MODEL
+        chosen_model = model or config.raw("OPRAG_ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
         if price_per_mtok is not None:
             price = TokenPrice(*price_per_mtok)
         else:
@@ -969,19 +969,19 @@ class OpenAICompatibleExtractor(_LLMExtractor):
         max_document_chars: int = 30_000,
         price_per_mtok: tuple[float, float] | None = None,
     ) -> None:
-        chosen_model = model or os.environ.get("OPRAG_OPENAI_MODEL", "").strip()
+        chosen_model = model or config.raw("OPRAG_OPENAI_MODEL")
         if not chosen_model:
             raise ValueError(
                 "no model for the openai-compatible extractor: set OPRAG_OPENAI_MODEL (e.g. the name `ollama list` "
                 "shows) or pass model="
             )
-        chosen_mode = mode or os.environ.get("OPRAG_OPENAI_MODE", "").strip().lower() or "tools"
+        chosen_mode = mode or config.raw("OPRAG_OPENAI_MODE").lower() or "tools"
         if chosen_mode not in ("tools", "json", "json_schema"):
             raise ValueError(f"OPRAG_OPENAI_MODE must be tools, json or json_schema, not {chosen_mode!r}")
         self.base_url = (
             base_url
-            or os.environ.get("OPRAG_OPENAI_BASE_URL", "").strip()
-            or os.environ.get("OPENAI_BASE_URL", "").strip()
+            or config.raw("OPRAG_OPENAI_BASE_URL")
+            or config.raw("OPENAI_BASE_URL")
             or DEFAULT_OPENAI_BASE_URL
         )
         if price_per_mtok is not None:
@@ -1009,7 +1009,7 @@ class OpenAICompatibleExtractor(_LLMExtractor):
         import instructor
         import openai
 
-        api_key = os.environ.get("OPENAI_API_KEY", "").strip() or OPENAI_PLACEHOLDER_KEY
+        api_key = config.raw("OPENAI_API_KEY") or OPENAI_PLACEHOLDER_KEY
         _register_secret(api_key)
         client = openai.OpenAI(api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
         instructor_mode = {

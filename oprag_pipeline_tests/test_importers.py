@@ -485,8 +485,8 @@ def test_memd_absa_detokenise_keeps_token_offsets() -> None:
 def test_memd_absa_refuses_files_that_are_not_sentence_arrays(tmp_path: Path) -> None:
     bad = tmp_path / "src" / "Broken.json"
     bad.parent.mkdir()
-    bad.write_text('{"raw_words": "not in an array"}', encoding="utf-8")
-    (tmp_path / "src" / "Cut.json").write_text('[{"raw_words": "half', encoding="utf-8")
+    bad.write_text('{"raw_words":"not in an array"}', encoding="utf-8")
+    (tmp_path / "src" / "Cut.json").write_text('[{"raw_words":"half', encoding="utf-8")
     result = run_import("memd-absa", tmp_path / "src", "d", tmp_path / "data")
     assert result.documents == 0
     assert [(Path(f).name, n) for f, n, _ in result.skipped] == [("Broken.json", None), ("Cut.json", None)]

@@ -2,7 +2,7 @@
 
 Each file is a JSON array of objects::
 
-    {"raw_words": "The kettle heats up fast .",
+    {"raw_words":"The kettle heats up fast .",
      "task": "ACOS",
      "quadruples": [{"aspect": {"from": 1, "to": 2, "term": ["kettle"]}, "category": "Kettle#Performance",
                      "opinion": {"from": 2, "to": 5, "term": ["heats", "up", "fast"]}, "sentiment": "POS"}]}

@@ -351,13 +351,20 @@ def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wa
 @click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=500), help="Hits to return.")
 @click.option(
     "--mode",
-    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2", "fair"]),
+    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2", "fair", "groups"]),
     default="hybrid",
     show_default=True,
     help="balanced: hybrid relevance with slots in proportion to the corpus's opinions on the entities the "
     "question names (enriched KB only); mmr, xquad, pm2: the hybrid candidates re-ranked by the literature's "
     "diversification methods (xquad and pm2 over σ-levels, enriched KB only); fair: the hybrid candidates with "
-    "no author holding more than floor(k^(1 - W)) hits (see --fair-weight).",
+    "no author holding more than floor(k^(1 - W)) hits (see --fair-weight); groups: slots matching both the "
+    "entity's σ mix and the author groups that hold opinions on it (enriched KB; see --group-weight).",
+)
+@click.option(
+    "--group-weight",
+    type=click.FloatRange(0, 1),
+    help="groups: the author-group objective's share of the weight, the σ mix having the rest (0: σ mix only, "
+    "1: groups only); default 0.5.",
 )
 @click.option(
     "--fair-weight",
@@ -394,15 +401,25 @@ def query_command(
     half_life: float | None,
     window_months: int,
     fair_weight: float | None,
+    group_weight: float | None,
 ) -> None:
     """Search a domain's knowledge base and compare the retrieved opinions with the corpus."""
+    if group_weight is not None and mode != "groups":
+        raise click.UsageError("--group-weight is the weight of --mode groups; add --mode groups or leave it out")
+    if mode == "groups" and kb != "enriched":
+        raise click.UsageError("--mode groups needs the enriched KB's opinion and author payload (--kb enriched)")
     check_configuration(pipeline=False)
     _domain_arguments([domain])
     check_qdrant_reachable()
     check_warehouse_readable()
     import duckdb
 
-    from oprag_pipeline.analysis.query import profile_builder, timeline_footer
+    from oprag_pipeline.analysis.query import (
+        DEFAULT_GROUP_WEIGHT,
+        group_fair_searcher,
+        profile_builder,
+        timeline_footer,
+    )
     from oprag_pipeline.index.query import run_query
     from oprag_pipeline.index.vector_store import CollectionNotFoundError, open_vector_store
     from oprag_pipeline.resources import EmbedderResource
@@ -438,6 +455,11 @@ def query_command(
             profile=profile_builder(domain, since=since.date() if since else None, half_life_days=half_life),
             footer=timeline_footer(domain, window_months),
             fair_weight=fair_weight,
+            search=group_fair_searcher(
+                domain, text, k=k, group_weight=DEFAULT_GROUP_WEIGHT if group_weight is None else group_weight
+            )
+            if mode == "groups"
+            else None,
         )
     except CollectionNotFoundError as error:
         raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from None

@@ -303,3 +303,28 @@ def test_analysis_sections_reach_the_html_report_as_html() -> None:
     html = analysis_html(conn, "d")
     assert "<h2>Opinion drift</h2>" in html and "<table>" in html and "<td>lasting</td>" in html
     assert "Someone else" not in html and "Someone else" not in analysis_markdown(conn, "d")
+
+
+def test_group_fair_searcher_takes_its_weights_from_the_tradeoff_curve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`oprag query --mode groups --group-weight W` is the trade-off asset's retrieval at w_g = W, w_σ = 1 − W."""
+    import duckdb
+
+    from oprag_pipeline.analysis import query as analysis_query
+
+    seen = {}
+
+    def recording_fair_search(retriever, domain, query, **kwargs):
+        seen.update(kwargs, domain=domain, query=query)
+        return []
+
+    monkeypatch.setattr(analysis_query, "fair_search", recording_fair_search)
+    conn = duckdb.connect()
+    conn.execute("CREATE TABLE opinions (domain VARCHAR, doc_id VARCHAR, entity_id VARCHAR)")
+    conn.execute("CREATE TABLE author_attributes (domain VARCHAR, doc_id VARCHAR, attribute VARCHAR, value VARCHAR)")
+    conn.execute("INSERT INTO opinions VALUES ('d', '1', 'e1'), ('d', '2', 'e1')")
+    conn.execute("INSERT INTO author_attributes VALUES ('d', '1', 'type', 'solo'), ('d', '2', 'type', 'family')")
+    search = analysis_query.group_fair_searcher("d", "the pool?", k=7, group_weight=0.25)
+    assert search(conn, object()) == []
+    assert seen["k"] == 7 and seen["query"] == "the pool?"
+    assert seen["sigma_weight"] == 0.75 and seen["group_weight"] == 0.25
+    assert seen["group_shares"] == {"e1": {"type": {"solo": 0.5, "family": 0.5}}}

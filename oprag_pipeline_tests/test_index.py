@@ -108,11 +108,18 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert both.exit_code != 0 and "not both" in both.output
     raw = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--kb", "raw", "--mode", "semantic"])
     assert raw.exit_code == 0, raw.output
-    for mode in ("pm2", "mmr", "fair"):  # the re-ranking modes are reachable from the command line too
+    for mode in ("pm2", "mmr", "fair", "groups"):  # the re-ranking modes are reachable from the command line too
         diversified = CliRunner().invoke(
             main, ["query", "what do guests think of the breakfast?", "--domain", "hotels", "-k", "5", "--mode", mode]
         )
         assert diversified.exit_code == 0 and "5 hits for" in diversified.output, diversified.output
+    # groups: the fairness trade-off's retrieval at one weight; its weight means nothing to another mode
+    groups_only = CliRunner().invoke(
+        main, ["query", "breakfast", "--domain", "hotels", "-k", "6", "--mode", "groups", "--group-weight", "1"]
+    )
+    assert groups_only.exit_code == 0 and "(groups, k=6)" in groups_only.output, groups_only.output
+    misuse = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--group-weight", "0.3"])
+    assert misuse.exit_code != 0 and "--mode groups" in misuse.output
     missing = CliRunner().invoke(main, ["query", "x", "--domain", "nowhere"])
     assert missing.exit_code != 0 and "materialize the index first" in missing.output
 

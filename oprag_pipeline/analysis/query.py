@@ -1,5 +1,5 @@
 """What `oprag query` takes from the analyses: the profile balanced mode balances on (all time, since a date, or
-recency-weighted) and the focus entity's opinion timeline under the hits."""
+recency-weighted), the group-fair retrieval mode, and the focus entity's opinion timeline under the hits."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ from datetime import date
 import duckdb
 
 from oprag_pipeline.analysis import drift
-from oprag_pipeline.analysis.retrieval import recency_profile, windowed_profile
-from oprag_pipeline.index.retrieval import OpinionProfile
+from oprag_pipeline.analysis.fairness import weights_for
+from oprag_pipeline.analysis.retrieval import author_group_shares, fair_search, recency_profile, windowed_profile
+from oprag_pipeline.index.retrieval import OpinionProfile, RetrievedHit, Retriever
+
+DEFAULT_GROUP_WEIGHT = 0.5
+"""The middle of the `fairness_tradeoff` curve: σ mix and author-group coverage weighed alike (no weight won on
+both objectives on the demo, README)."""
 
 
 def profile_builder(
@@ -41,3 +46,24 @@ def timeline_footer(domain: str, months: int) -> Callable[[duckdb.DuckDBPyConnec
         return drift.render_timeline(timeline)
 
     return footer
+
+
+def group_fair_searcher(
+    domain: str, query: str, *, k: int, group_weight: float = DEFAULT_GROUP_WEIGHT
+) -> Callable[[duckdb.DuckDBPyConnection, Retriever], list[RetrievedHit]]:
+    """`oprag query --mode groups`: the `fairness_tradeoff` asset's retrieval at one weight, k slots matching the
+    corpus's σ mix and the author groups holding opinions on each named entity (enriched KB)."""
+    sigma_weight, weight = weights_for(group_weight)
+
+    def search(conn: duckdb.DuckDBPyConnection, retriever: Retriever) -> list[RetrievedHit]:
+        return fair_search(
+            retriever,
+            domain,
+            query,
+            k=k,
+            group_shares=author_group_shares(conn, domain),
+            sigma_weight=sigma_weight,
+            group_weight=weight,
+        )
+
+    return search

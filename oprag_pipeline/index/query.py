@@ -12,6 +12,7 @@ import duckdb
 from oprag_pipeline.enrich.documents import own_words
 from oprag_pipeline.index.fairness import concentration, source_key, source_map
 from oprag_pipeline.index.retrieval import (
+    DIVERSIFIED,
     FAIR,
     OPINION_MODES,
     OpinionProfile,
@@ -47,17 +48,22 @@ def run_query(
     profile: Callable[[duckdb.DuckDBPyConnection], OpinionProfile] | None = None,
     footer: Callable[[duckdb.DuckDBPyConnection, str], list[str]] | None = None,
     fair_weight: float | None = None,
+    search: Callable[[duckdb.DuckDBPyConnection, Retriever], list[RetrievedHit]] | None = None,
 ) -> str:
     """`profile` builds what balanced mode balances on (default: all-time counts); `footer` adds lines about the
-    focus entity (the analyses' timeline); `fair_weight` is fair mode's knob (default: the retriever's). Every mode
+    focus entity (the analyses' timeline); `fair_weight` is fair mode's knob (default: the retriever's); `search`
+    replaces the Retriever's own modes by one the analyses define (it gets the warehouse and a Retriever that holds
+    the opinion profile, and `mode` is then only its label). Every mode
     reports how concentrated its hits are on their authors, so a fair list can be set beside a plain one."""
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         build = profile or (lambda c: OpinionProfile.load(c, domain))
-        profiles = {domain: build(conn)} if mode in OPINION_MODES else None
+        profiles = {domain: build(conn)} if mode in OPINION_MODES or search else None
         sources = {domain: source_map(conn, domain)} if mode == FAIR else None
-        hits = Retriever(store, embedder, profiles=profiles, sources=sources).search(
-            domain, query, k=k, mode=mode, kb=kb, fair_weight=fair_weight
-        )
+        retriever = Retriever(store, embedder, profiles=profiles, sources=sources)
+        if search is not None:  # a mode defined downstream (the analyses' group-fair retrieval)
+            hits = search(conn, retriever)
+        else:
+            hits = retriever.search(domain, query, k=k, mode=mode, kb=kb, fair_weight=fair_weight)
         attach_opinions(conn, domain, kb, hits)
         spread = concentration(_hit_sources(conn, domain, hits)) if hits else None
         focus = entity or _main_entity(hits)
@@ -110,7 +116,9 @@ def score_legend(mode: str) -> str:
     )
     if mode == "hybrid":
         return fused
-    return f"the hit's hybrid score, {fused}; the order is {mode}'s, not the score's"
+    if mode in DIVERSIFIED:  # re-rankers: their order is not the score's
+        return f"the hit's hybrid score, {fused}; the order is {mode}'s, not the score's"
+    return f"the hit's hybrid score, {fused}; {mode} chose which hits"
 
 
 def _hit_sources(conn: duckdb.DuckDBPyConnection, domain: str, hits: Sequence[RetrievedHit]) -> list[str]:

@@ -469,6 +469,7 @@ def query_command(
 def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, writer: str, as_json: bool) -> None:
     """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
     from oprag_pipeline.enrich.llm import MissingCredentialsError
+    from oprag_pipeline.enrich.schema import cost_label
     check_configuration(pipeline=False)
     _domain_arguments([domain])
     check_qdrant_reachable()
@@ -494,7 +495,7 @@ def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, w
     if answer.input_tokens or answer.output_tokens:
         click.echo(
             f"{answer.writer}: {answer.input_tokens:,} input + {answer.output_tokens:,} output tokens, "
-            f"estimated ${answer.cost_usd:.4f}",
+            f"estimated {cost_label(answer.cost_usd)}",
             err=True,
         )
 

@@ -49,14 +49,17 @@ class Fault:
     opinions: tuple[dict[str, Any], ...] = ()
     echo_key: bool = False
     answer: dict[str, Any] | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers, e.g. x-should-retry
 
 
 def rate_limited(retry_after: str | None = "1", retry_after_ms: str | None = None) -> Fault:
     return Fault("rate_limit", status=429, retry_after=retry_after, retry_after_ms=retry_after_ms)
 
 
-def server_error(status: int = 500) -> Fault:
-    return Fault("server_error", status=status)
+def server_error(status: int = 500, should_retry: bool | None = None) -> Fault:
+    """A 5xx; `should_retry` sends the `x-should-retry` header the SDKs obey over their status-code policy."""
+    headers = () if should_retry is None else (("x-should-retry", "true" if should_retry else "false"),)
+    return Fault("server_error", status=status, headers=headers)
 
 
 def hang() -> Fault:
@@ -71,8 +74,9 @@ def schema_invalid() -> Fault:
     return Fault("schema_invalid", status=200)
 
 
-def auth_error(echo_key: bool = False) -> Fault:
-    return Fault("auth_error", status=401, echo_key=echo_key)
+def auth_error(echo_key: bool = False, status: int = 401) -> Fault:
+    """401 (bad key) by default; 403 (no permission) and 404 (unknown model) fail every request the same way."""
+    return Fault("auth_error", status=status, echo_key=echo_key)
 
 
 def extra_opinions(*opinions: dict[str, Any]) -> Fault:
@@ -430,15 +434,17 @@ class FakeLLMServer:
             if fault.retry_after_ms is not None:
                 extra["retry-after-ms"] = fault.retry_after_ms
             self._send_error(handler, api, 429, "rate_limit_error", "rate limited: slow down", extra)
+            record.answered = time.monotonic()
             return
         if fault is not None and fault.kind == "server_error":
             kind = "overloaded_error" if fault.status == 529 else "api_error"
-            self._send_error(handler, api, fault.status, kind, "internal server error")
+            self._send_error(handler, api, fault.status, kind, "internal server error", dict(fault.headers))
             return
         if fault is not None and fault.kind == "auth_error":
             key = self._presented_key(api, headers) or ""
             message = f"invalid api key {key}" if fault.echo_key else "invalid api key"
-            self._send_error(handler, api, 401, "authentication_error", message)
+            kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}[fault.status]
+            self._send_error(handler, api, fault.status, kind, message)
             record.answered = time.monotonic()
             return
         if fault is not None and fault.kind == "invalid_json":

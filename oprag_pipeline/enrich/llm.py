@@ -335,7 +335,7 @@ def parse_model_table(text: str, source: str = MODELS_FILE) -> dict[str, ModelFa
         raise ValueError(f"{source}: not valid TOML: {exc}") from exc
     models = document.get("models")
     if not isinstance(models, dict):
-        raise ValueError(f"{source}: no [models.\"<model id>\"] tables")
+        raise ValueError(f'{source}: no [models."<model id>"] tables')
     table: dict[str, ModelFacts] = {}
     for name, entry in models.items():
         where = f'{source}: [models."{name}"]'
@@ -564,7 +564,7 @@ def diagnose(exc: BaseException, *, timeout: float, max_tokens: int) -> Diagnosi
     chain = _chain(exc)
     for cause in chain:  # our own hook errors first: the SDK wraps NotJSONBody in its connection error
         if isinstance(cause, RunAborted):
-            return Diagnosis("fail", f"not attempted: {cause}")
+            return Diagnosis("fail", f"batch aborted: {cause}")
         if isinstance(cause, NotJSONBody):
             return Diagnosis("fail", str(cause))
     status_errors = (anthropic.APIStatusError, openai.APIStatusError)
@@ -888,7 +888,14 @@ class _LLMExtractor:
         except Exception as exc:
             diagnosis = diagnose(exc, timeout=self.timeout, max_tokens=self.max_tokens)
             reason = diagnosis.reason
-            if usage.requests and not reason.startswith("not attempted"):
+            if reason.startswith("batch aborted: "):  # the hook stopped it before (another) request was sent
+                cause = reason.removeprefix("batch aborted: ")
+                reason = (
+                    f"stopped after {usage.requests} request(s): {cause}"
+                    if usage.requests
+                    else f"not attempted: {cause}"
+                )
+            elif usage.requests:
                 reason += f" (gave up after {usage.requests} request(s))"
             logger.debug("%s failed: %s", label, redact(reason)[:200])
             return None, Diagnosis(diagnosis.action, redact(reason)[:MAX_REASON_CHARS])

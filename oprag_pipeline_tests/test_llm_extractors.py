@@ -1,7 +1,8 @@
 """Fault-injection tests of the LLM extractors: the real anthropic / openai / instructor clients against a local fake.
 
 Every count below is of HTTP requests the fake server actually received, so "retried", "not retried" and "requested
-exactly once" are measured where they happen, with the SDKs' own retry loops in play (they must be off).
+exactly once" are measured where they happen: transport faults are retried by the SDKs themselves (max_retries =
+max_attempts - 1), schema-invalid answers re-asked by instructor. test_llm_hooks.py covers the hooks on top.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def test_empty_document_is_not_sent(server: FakeLLMServer, api_key: str) -> None
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Transient faults: retried by our loop, with exactly one HTTP call per attempt
+# Transient faults: retried by the SDK, with exactly one HTTP call per attempt
 # --------------------------------------------------------------------------------------------------------------------
 
 
@@ -216,7 +217,7 @@ def test_persistent_5xx_gives_up_after_max_attempts(server: FakeLLMServer, api_k
     )
     outcomes = extractor.extract(docs("d1", "d2"), ENTITIES)
 
-    assert server.count("d1") == 3  # not 3 x (1 + SDK retries): the SDKs' own retries are off
+    assert server.count("d1") == 3  # max_attempts in all: the SDK's retries, not ours on top of them
     assert outcomes[0].failed and "HTTP 503" in outcomes[0].failure_reason
     assert "3 request(s)" in outcomes[0].failure_reason
     assert not outcomes[1].failed and server.count("d2") == 1

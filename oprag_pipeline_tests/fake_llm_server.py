@@ -277,6 +277,12 @@ class FakeLLMServer:
         self.max_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # Message Batches: id -> (requests, results as JSONL lines); a batch reads "in_progress" for the first
+        # `batch_polls_before_end` retrieves, as a real batch does for minutes to hours
+        self.batches: dict[str, list[dict[str, Any]]] = {}
+        self._batch_results: dict[str, list[str]] = {}
+        self._batch_polls: dict[str, int] = {}
+        self.batch_polls_before_end = 0
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
@@ -286,6 +292,9 @@ class FakeLLMServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 server._handle(self)
+
+            def do_GET(self) -> None:
+                server._handle_get(self)
 
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 return
@@ -396,6 +405,9 @@ class FakeLLMServer:
         raw = handler.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in handler.headers.items()}
         path = handler.path.split("?")[0]
+        if path.endswith("/v1/messages/batches"):
+            self._create_batch(handler, raw)
+            return
         if path.endswith("/v1/messages"):
             api = "anthropic"
         elif path.endswith("/v1/chat/completions"):
@@ -499,6 +511,69 @@ class FakeLLMServer:
             self._send_json(handler, 200, self._anthropic_message(body, answer, input_tokens, output_tokens))
         else:
             self._send_json(handler, 200, self._openai_completion(body, answer, input_tokens, output_tokens))
+
+    # -- Message Batches -------------------------------------------------------------------------------------------
+
+    def _create_batch(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
+        """Answers every request of the batch at once, as `/v1/messages` would (a scripted `server_error` for a
+        document makes its result `errored`); the batch then reads as ended after `batch_polls_before_end` polls."""
+        body = json.loads(raw)
+        batch_id = f"msgbatch_{next(self._ids):06d}"
+        lines = []
+        for item in body["requests"]:
+            params = item["params"]
+            system, message = self._prompt_parts("anthropic", params)
+            doc_id, text = parse_document(message)
+            fault = self._fault_for(doc_id)
+            if fault is not None and fault.kind == "server_error":
+                result: dict[str, Any] = {
+                    "type": "errored",
+                    "error": {"type": "error", "error": {"type": "api_error", "message": "internal server error"}},
+                }
+            else:
+                answer = model_answer(system, text)
+                n_in, n_out = max(1, len(json.dumps(params)) // 4), max(1, len(json.dumps(answer)) // 4)
+                result = {"type": "succeeded", "message": self._anthropic_message(params, answer, n_in, n_out)}
+            lines.append(json.dumps({"custom_id": item["custom_id"], "result": result}))
+        with self._lock:
+            self.batches[batch_id] = list(body["requests"])
+            self._batch_results[batch_id] = lines
+            self._batch_polls[batch_id] = 0
+        self._send_json(handler, 200, self._batch_object(batch_id, ended=False))
+
+    def _batch_object(self, batch_id: str, *, ended: bool) -> dict[str, Any]:
+        results = [json.loads(line)["result"]["type"] for line in self._batch_results[batch_id]]
+        counts = {kind: results.count(kind) if ended else 0 for kind in ("succeeded", "errored", "canceled", "expired")}
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {"processing": 0 if ended else len(results), **counts},
+            "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": "2026-01-01T00:01:00Z" if ended else None,
+            "cancel_initiated_at": None,
+            "archived_at": None,
+            "results_url": f"{self.root_url}/v1/messages/batches/{batch_id}/results" if ended else None,
+        }
+
+    def _handle_get(self, handler: BaseHTTPRequestHandler) -> None:
+        match = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", handler.path.split("?")[0])
+        if match is None or match.group(1) not in self.batches:
+            self._send_json(handler, 404, {"type": "error", "error": {"type": "not_found_error", "message": "no"}})
+            return
+        batch_id = match.group(1)
+        with self._lock:
+            if match.group(2):
+                payload = ("\n".join(self._batch_results[batch_id]) + "\n").encode("utf-8")
+                ended = None
+            else:
+                self._batch_polls[batch_id] += 1
+                ended = self._batch_polls[batch_id] > self.batch_polls_before_end
+        if ended is None:
+            self._send_raw(handler, 200, payload, {"content-type": "application/binary"})
+        else:
+            self._send_json(handler, 200, self._batch_object(batch_id, ended=ended))
 
     @staticmethod
     def _prompt_parts(api: str, body: dict[str, Any]) -> tuple[str, str]:

@@ -6,7 +6,7 @@ import os
 
 from oprag_pipeline.enrich.schema import Extractor
 
-EXTRACTORS = ("offline", "anthropic", "openai-compatible")
+EXTRACTORS = ("offline", "anthropic", "anthropic-batch", "openai-compatible")
 
 
 def build_extractor(
@@ -20,13 +20,13 @@ def build_extractor(
         if scorer not in ("model", "vader"):
             raise ValueError(f"OPRAG_OFFLINE_SCORER must be 'model' or 'vader', not {scorer!r}")
         return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None)
-    if kind == "anthropic":
-        from oprag_pipeline.enrich.llm import AnthropicExtractor
+    if kind in ("anthropic", "anthropic-batch"):
+        from oprag_pipeline.enrich.llm import AnthropicBatchExtractor, AnthropicExtractor
 
         options = {"max_concurrency": max_concurrency}
         if model:
             options["model"] = model
-        return AnthropicExtractor(**options)
+        return (AnthropicBatchExtractor if kind == "anthropic-batch" else AnthropicExtractor)(**options)
     if kind == "openai-compatible":
         from oprag_pipeline.enrich.llm import OpenAICompatibleExtractor
 

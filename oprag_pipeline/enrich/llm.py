@@ -52,6 +52,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import pydantic
@@ -362,6 +363,16 @@ def model_table() -> dict[str, ModelFacts]:
     """The packaged llm_models.toml, read once per process."""
     resource = importlib.resources.files("oprag_pipeline.enrich") / MODELS_FILE
     return parse_model_table(resource.read_text(encoding="utf-8"), str(resource))
+
+
+@functools.cache
+def batch_price_factor() -> float:
+    """What a Message Batches request costs relative to list price (`[batch] price_factor` of llm_models.toml)."""
+    resource = importlib.resources.files("oprag_pipeline.enrich") / MODELS_FILE
+    factor = tomllib.loads(resource.read_text(encoding="utf-8")).get("batch", {}).get("price_factor")
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 <= factor <= 1:
+        raise ValueError(f"{resource}: [batch] price_factor must be a number between 0 and 1")
+    return float(factor)
 
 
 def model_facts(model: str) -> ModelFacts | None:
@@ -954,6 +965,24 @@ class _LLMExtractor:
 # --------------------------------------------------------------------------------------------------------------------
 
 
+def _custom_id(document: DocumentInput) -> str:
+    """A Message Batches custom_id (at most 64 of [A-Za-z0-9_-]) naming the document and its content."""
+    return hashlib.sha256(f"{document.doc_id}\0{document.content_hash}".encode()).hexdigest()[:40]
+
+
+def _empty(document: DocumentInput) -> ExtractionOutcome:
+    return ExtractionOutcome(doc_id=document.doc_id, content_hash=document.content_hash)
+
+
+def _failed(document: DocumentInput, reason: str) -> ExtractionOutcome:
+    return ExtractionOutcome(
+        doc_id=document.doc_id,
+        content_hash=document.content_hash,
+        failed=True,
+        failure_reason=redact(reason)[:MAX_REASON_CHARS],
+    )
+
+
 class AnthropicExtractor(_LLMExtractor):
     """Claude through the Messages API with a forced tool call (instructor TOOLS mode).
 
@@ -1025,6 +1054,105 @@ class AnthropicExtractor(_LLMExtractor):
             **kwargs,
         )
 
+    # -- Message Batches: bulk extraction at half the price, resumable across runs ----------------------------------
+
+    def extract_batch(
+        self,
+        documents: Sequence[DocumentInput],
+        entities: Sequence[RegistryEntity],
+        ledger_dir: Path,
+        *,
+        poll_seconds: float = 30.0,
+        max_wait: float = 0.0,
+    ) -> list[ExtractionOutcome]:
+        """One outcome per document, in input order, through the Message Batches API.
+
+        The batch id is written to a ledger under `ledger_dir` (keyed by the extractor version, the prompt and the
+        documents' content hashes) before anything is awaited, so a run that stops while the batch is processing
+        resumes it on the next run instead of paying for it twice. Waits up to `max_wait` seconds for the batch to
+        end; if it has not, every document comes back failed ("still processing") and stays pending. There are no
+        re-asks in a batch: a schema-invalid answer fails its document, which the next run sends again.
+        """
+        if not documents:
+            return []
+        system = render_system_prompt(entities, self._answer_instruction())
+        index = RegistryIndex(entities)
+        ids = {_custom_id(d): d for d in documents if d.text.strip()}  # an empty document is not sent
+        if not ids:
+            return [_empty(d) for d in documents]
+        key = hashlib.sha256(
+            json.dumps([self.version, system, sorted(ids)], sort_keys=True).encode("utf-8")
+        ).hexdigest()[:24]
+        ledger = Path(ledger_dir) / f"batch-{key}.json"
+        client = self._instructor.client
+        if ledger.exists():
+            batch_id = json.loads(ledger.read_text(encoding="utf-8"))["batch_id"]
+            logger.info("resuming message batch %s (%d documents) from %s", batch_id, len(ids), ledger)
+        else:
+            requests = [
+                {"custom_id": custom_id, "params": self._batch_params(system, document)}
+                for custom_id, document in ids.items()
+            ]
+            batch_id = client.messages.batches.create(requests=requests).id
+            ledger.parent.mkdir(parents=True, exist_ok=True)
+            ledger.write_text(json.dumps({"batch_id": batch_id, "documents": len(ids)}), encoding="utf-8")
+        deadline = time.monotonic() + max_wait
+        batch = client.messages.batches.retrieve(batch_id)
+        while batch.processing_status != "ended" and time.monotonic() < deadline:
+            time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
+            batch = client.messages.batches.retrieve(batch_id)
+        if batch.processing_status != "ended":
+            reason = f"message batch {batch_id} still processing; the next run resumes it"
+            return [_failed(d, reason) if d.text.strip() else _empty(d) for d in documents]
+        outcomes: dict[str, ExtractionOutcome] = {}
+        for item in client.messages.batches.results(batch_id):
+            document = ids.get(item.custom_id)
+            if document is not None:
+                outcomes[item.custom_id] = self._batch_outcome(document, item.result, index)
+        ledger.unlink(missing_ok=True)  # done: a later run with the same documents starts a new batch
+        return [
+            _empty(d) if not d.text.strip() else outcomes.get(_custom_id(d)) or _failed(d, f"no result in {batch_id}")
+            for d in documents
+        ]
+
+    def _batch_params(self, system: str, document: DocumentInput) -> dict[str, Any]:
+        system_blocks: list[dict[str, Any]] = [{"type": "text", "text": system}]
+        if self.prompt_cache:
+            system_blocks[0]["cache_control"] = {"type": "ephemeral"}
+        tool_name = OpinionExtraction.__name__
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": system_blocks,
+            "messages": [{"role": "user", "content": render_user_prompt(document, self.max_document_chars)}],
+            "tools": [
+                {
+                    "name": tool_name,
+                    "description": OpinionExtraction.__doc__ or tool_name,
+                    "input_schema": OpinionExtraction.model_json_schema(),
+                }
+            ],
+            "tool_choice": {"type": "tool", "name": tool_name} if self.forced_tool else {"type": "auto"},
+        }
+
+    def _batch_outcome(self, document: DocumentInput, result: Any, index: RegistryIndex) -> ExtractionOutcome:
+        if result.type != "succeeded":
+            error = getattr(getattr(result, "error", None), "error", None)
+            detail = f": {getattr(error, 'message', '')}" if error is not None else ""
+            return _failed(document, f"batch request {result.type}{detail}")
+        message = result.message
+        input_tokens, output_tokens = self._usage_of(message)
+        tool_input = next((b.input for b in message.content if getattr(b, "type", "") == "tool_use"), None)
+        try:
+            answer = OpinionExtraction.model_validate(tool_input)
+        except pydantic.ValidationError as exc:
+            outcome = _failed(document, f"schema-invalid answer: {_validation_summary(exc)}")
+        else:
+            outcome = _empty(document)
+            outcome.opinions = to_opinions(answer, document, index)
+        outcome.input_tokens, outcome.output_tokens = input_tokens, output_tokens
+        return outcome
+
     @staticmethod
     def _usage_of(response: Any) -> tuple[int, int]:
         usage = response.usage
@@ -1034,6 +1162,43 @@ class AnthropicExtractor(_LLMExtractor):
             + (getattr(usage, "cache_read_input_tokens", None) or 0)
         )
         return int(prompt), int(usage.output_tokens or 0)
+
+
+class AnthropicBatchExtractor(AnthropicExtractor):
+    """`OPRAG_EXTRACTOR=anthropic-batch`: `extract` goes through the Message Batches API (bulk extraction at the
+    batch price, results within 24 h), resumable through a ledger under `<data dir>/llm_batches`. It waits up to
+    `OPRAG_LLM_BATCH_WAIT` seconds (default 3600) per run; documents of a batch still processing stay pending and the
+    next run picks the same batch up. `ask` (registry bootstrap, questions, writing) stays on the Messages API.
+    Same prompts and model as `anthropic`, hence the same name and version: cached extractions are shared."""
+
+    def __init__(
+        self,
+        options: LLMOptions | None = None,
+        *,
+        ledger_dir: Path | None = None,
+        max_wait: float | None = None,
+        poll_seconds: float = 30.0,
+        **settings: Any,
+    ) -> None:
+        super().__init__(options, **settings)
+        if ledger_dir is None:
+            from oprag_pipeline import settings as oprag_settings
+
+            ledger_dir = oprag_settings.data_dir() / "llm_batches"
+        self.ledger_dir = ledger_dir
+        self.max_wait = max_wait if max_wait is not None else _env_float("OPRAG_LLM_BATCH_WAIT", 3600.0)
+        self.poll_seconds = poll_seconds
+
+    def extract(
+        self, documents: Sequence[DocumentInput], entities: Sequence[RegistryEntity]
+    ) -> list[ExtractionOutcome]:
+        return self.extract_batch(
+            documents, entities, self.ledger_dir, poll_seconds=self.poll_seconds, max_wait=self.max_wait
+        )
+
+    def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
+        cost = super().estimated_cost_usd(input_tokens, output_tokens)
+        return None if cost is None else cost * batch_price_factor()
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -1134,6 +1299,7 @@ class OpenAICompatibleExtractor(_LLMExtractor):
 
 
 __all__ = [
+    "AnthropicBatchExtractor",
     "AnthropicExtractor",
     "LLMOptions",
     "LLMRequestFailed",

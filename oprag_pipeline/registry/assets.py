@@ -18,7 +18,7 @@ from oprag_pipeline.registry.llm_bootstrap import bootstrap_candidates
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, update_registry
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
 
-LLM_EXTRACTORS = ("anthropic", "openai-compatible")
+LLM_EXTRACTORS = ("anthropic", "anthropic-batch", "openai-compatible")
 
 SAMPLE_SQL = """
 WITH docs AS (

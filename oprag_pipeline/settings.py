@@ -105,12 +105,13 @@ def extractor_kind() -> str:
 
 
 def extract_batch_size() -> int:
-    """`OPRAG_EXTRACT_BATCH_SIZE`: documents per committed extraction batch (500 offline, 20 for an LLM)."""
+    """`OPRAG_EXTRACT_BATCH_SIZE`: documents per committed extraction batch (500 offline, 20 for an LLM, 10,000 for
+    `anthropic-batch`, where each batch is one Message Batch: many small ones would each wait their turn)."""
     try:
-        offline = extractor_kind() == "offline"
+        kind = extractor_kind()
     except ConfigError:  # reported on its own; the batch size is still checked
-        offline = True
-    return _positive_int(EXTRACT_BATCH_SIZE_ENV, 500 if offline else 20)
+        kind = "offline"
+    return _positive_int(EXTRACT_BATCH_SIZE_ENV, {"offline": 500, "anthropic-batch": 10_000}.get(kind, 20))
 
 
 def _check_float(variable: str, *, minimum: float) -> None:
@@ -166,9 +167,9 @@ def configuration_problems(*, pipeline: bool = True) -> list[str]:
     scorer = os.environ.get("OPRAG_OFFLINE_SCORER", "").strip()
     if scorer and scorer not in ("model", "vader"):
         problems.append(f"OPRAG_OFFLINE_SCORER={scorer!r} must be 'model' or 'vader'")
-    if kind == "anthropic":
+    if kind in ("anthropic", "anthropic-batch"):
         if not os.environ.get("ANTHROPIC_API_KEY", "").strip():
-            problems.append(f"{EXTRACTOR_ENV}=anthropic needs ANTHROPIC_API_KEY in the environment (it is not set)")
+            problems.append(f"{EXTRACTOR_ENV}={kind} needs ANTHROPIC_API_KEY in the environment (it is not set)")
         check(lambda: _check_price("OPRAG_ANTHROPIC_PRICE_PER_MTOK"))
     if kind == "openai-compatible":
         if not os.environ.get("OPRAG_OPENAI_MODEL", "").strip():

@@ -112,17 +112,19 @@ def test_an_auth_or_unknown_model_error_aborts_without_retries(status: int) -> N
 
 
 def test_an_abort_stops_the_pending_sdk_retries_of_other_documents() -> None:
-    # d1 hangs past the client timeout on one worker while d2's 401 comes straight back on the other: the SDK's
-    # retry of d1, due after the timeout, is stopped by the request hook instead of being sent.
+    # The first request to arrive hangs past the client timeout on one worker, the second gets a 401 at once on the
+    # other: the SDK's retry of the hung one, due after the timeout, is stopped by the request hook instead of sent.
+    # (A blank first document sends no probe, so the two workers' requests are the first the server sees.)
+    batch = [DocumentInput("blank", "   ", "h"), *documents(2)]
     with FakeLLMServer(hang_seconds=30.0) as server:
-        server.always("d1", hang())
-        server.always("d2", auth_error())
-        outcomes = anthropic(server, timeout=2.0, max_attempts=3, max_concurrency=2).extract(documents(3), ENTITIES)
-        d1_requests = server.count("d1")
-    assert d1_requests == 1
+        server.fail_next(hang(), auth_error())
+        outcomes = anthropic(server, timeout=2.0, max_attempts=3, max_concurrency=2).extract(batch, ENTITIES)
+        requests = list(server.requests)
+    assert [r.fault for r in requests] == ["hang", "auth_error"]  # no retry of either
     by_id = {o.doc_id: o for o in outcomes}
-    assert by_id["d1"].failed and by_id["d1"].failure_reason.startswith("stopped after 1 request(s): HTTP 401")
-    assert "HTTP 401" in by_id["d2"].failure_reason
+    hung, rejected = by_id[requests[0].doc_id], by_id[requests[1].doc_id]
+    assert hung.failed and hung.failure_reason.startswith("stopped after 1 request(s): HTTP 401")
+    assert rejected.failed and "HTTP 401" in rejected.failure_reason
 
 
 # --------------------------------------------------------------------------------------------------------------------

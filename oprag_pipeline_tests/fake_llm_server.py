@@ -38,6 +38,22 @@ POSITIVE = {"great", "friendly", "clean", "excellent", "lovely", "delicious", "c
 NEGATIVE = {"cold", "awful", "rude", "dirty", "slow", "terrible", "bad", "broken", "noisy", "worst", "stale", "late"}
 
 
+# The environment variables that steer the LLM clients: tests clear them so a developer's shell cannot change what
+# they send or expect.
+LLM_ENVIRONMENT = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_BASE_URL",
+    "OPRAG_ANTHROPIC_MODEL",
+    "OPRAG_ANTHROPIC_PRICE_PER_MTOK",
+    "OPRAG_OPENAI_BASE_URL",
+    "OPRAG_OPENAI_MODEL",
+    "OPRAG_OPENAI_MODE",
+    "OPRAG_OPENAI_PRICE_PER_MTOK",
+    "OPRAG_LLM_TIMEOUT",
+)
+
+
 @dataclass(frozen=True)
 class Fault:
     """One scripted misbehaviour; build them with the helpers below."""

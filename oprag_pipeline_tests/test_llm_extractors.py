@@ -25,6 +25,7 @@ from oprag_pipeline.enrich.llm import (
 from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline.registry.matching import locate_quote
 from oprag_pipeline_tests.fake_llm_server import (
+    LLM_ENVIRONMENT,
     FakeLLMServer,
     auth_error,
     extra_opinions,
@@ -63,18 +64,7 @@ def docs(*ids: str) -> list[DocumentInput]:
 @pytest.fixture(autouse=True)
 def _clean_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's shell settings must not change what these tests send or expect."""
-    for name in (
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_AUTH_TOKEN",
-        "OPENAI_BASE_URL",
-        "OPRAG_ANTHROPIC_MODEL",
-        "OPRAG_ANTHROPIC_PRICE_PER_MTOK",
-        "OPRAG_OPENAI_BASE_URL",
-        "OPRAG_OPENAI_MODEL",
-        "OPRAG_OPENAI_MODE",
-        "OPRAG_OPENAI_PRICE_PER_MTOK",
-        "OPRAG_LLM_TIMEOUT",
-    ):
+    for name in LLM_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
 
 

@@ -24,6 +24,7 @@ from oprag_pipeline.enrich.llm import (
 )
 from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity, cost_label, total_cost
 from oprag_pipeline_tests.fake_llm_server import (
+    LLM_ENVIRONMENT,
     FakeLLMServer,
     auth_error,
     hang,
@@ -43,18 +44,7 @@ def documents(n: int) -> list[DocumentInput]:
 
 @pytest.fixture(autouse=True)
 def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_AUTH_TOKEN",
-        "OPENAI_BASE_URL",
-        "OPRAG_ANTHROPIC_MODEL",
-        "OPRAG_ANTHROPIC_PRICE_PER_MTOK",
-        "OPRAG_OPENAI_BASE_URL",
-        "OPRAG_OPENAI_MODEL",
-        "OPRAG_OPENAI_MODE",
-        "OPRAG_OPENAI_PRICE_PER_MTOK",
-        "OPRAG_LLM_TIMEOUT",
-    ):
+    for name in LLM_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-" + secrets.token_hex(8))
 

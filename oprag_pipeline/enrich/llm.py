@@ -763,6 +763,16 @@ class _LLMExtractor:
         self.price = price
         self._guard = _RequestGuard(sdk_error, options.max_retry_wait)
 
+    def _sdk_client(self, sdk: Any, client_class: type, **arguments: Any) -> Any:
+        """The SDK's client with its own retries (`max_attempts` - 1) and timeout, and the guard's event hooks on the
+        HTTP client it is handed (the SDK's `DefaultHttpxClient` keeps the SDK's connection limits)."""
+        return client_class(
+            timeout=self.timeout,
+            max_retries=self.max_attempts - 1,
+            http_client=sdk.DefaultHttpxClient(event_hooks=self._guard.event_hooks()),
+            **arguments,
+        )
+
     # -- identity ------------------------------------------------------------------------------------------------
 
     def _fingerprint(self, **settings: Any) -> str:
@@ -1027,13 +1037,7 @@ class AnthropicExtractor(_LLMExtractor):
         self.version = self._fingerprint(provider="anthropic", forced_tool=self.forced_tool)
 
         _register_secret(api_key)
-        client = anthropic.Anthropic(
-            api_key=api_key,
-            base_url=options.base_url,
-            timeout=self.timeout,
-            max_retries=self.max_attempts - 1,
-            http_client=anthropic.DefaultHttpxClient(event_hooks=self._guard.event_hooks()),
-        )
+        client = self._sdk_client(anthropic, anthropic.Anthropic, api_key=api_key, base_url=options.base_url)
         self._instructor = instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)
 
     def _create(
@@ -1260,13 +1264,7 @@ class OpenAICompatibleExtractor(_LLMExtractor):
 
         api_key = os.environ.get("OPENAI_API_KEY", "").strip() or OPENAI_PLACEHOLDER_KEY
         _register_secret(api_key)
-        client = openai.OpenAI(
-            api_key=api_key,
-            base_url=self.base_url,
-            timeout=self.timeout,
-            max_retries=self.max_attempts - 1,
-            http_client=openai.DefaultHttpxClient(event_hooks=self._guard.event_hooks()),
-        )
+        client = self._sdk_client(openai, openai.OpenAI, api_key=api_key, base_url=self.base_url)
         instructor_mode = {
             "tools": instructor.Mode.TOOLS,
             "json": instructor.Mode.JSON,

@@ -13,16 +13,17 @@ job), `cuda` (a GPU or a clear error: for a deployment where silently running on
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from typing import TypeVar
+
+from oprag_pipeline import config
 
 logger = logging.getLogger(__name__)
 
 DEVICE_ENV = "OPRAG_DEVICE"
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
-DEVICES = ("auto", "cpu", "cuda")
+DEVICES: tuple[str, ...] = config.declared(DEVICE_ENV).choices
 
 T = TypeVar("T")
 
@@ -34,10 +35,8 @@ def available_providers() -> list[str]:
 
 
 def device_setting() -> str:
-    device = (os.environ.get(DEVICE_ENV) or "auto").strip().lower()
-    if device not in DEVICES:
-        raise ValueError(f"{DEVICE_ENV}={device!r}: choose one of {', '.join(DEVICES)}")
-    return device
+    """`OPRAG_DEVICE`: auto (default), cpu or cuda."""
+    return config.value(DEVICE_ENV)
 
 
 def select_providers(available: Sequence[str] | None = None, device: str | None = None) -> list[str]:

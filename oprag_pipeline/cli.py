@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import click
 
+from oprag_pipeline import config as env_config  # `config` names files and run config here
 from oprag_pipeline import settings
 
 
@@ -55,7 +57,7 @@ class OpragGroup(click.Group):
 
 
 def _debug(ctx: click.Context) -> bool:
-    return bool((ctx.obj or {}).get("debug")) or os.environ.get("OPRAG_DEBUG", "") == "1"
+    return bool((ctx.obj or {}).get("debug")) or env_config.value("OPRAG_DEBUG")
 
 
 def _one_line(error: BaseException) -> str:
@@ -69,14 +71,14 @@ def _one_line(error: BaseException) -> str:
 
 def check_configuration(*, pipeline: bool) -> None:
     """Every problem of the environment at once, or nothing."""
-    problems = settings.configuration_problems(pipeline=pipeline)
+    problems = env_config.problems(pipeline=pipeline)
     if problems:
         raise ConfigProblems(problems)
 
 
 def check_qdrant_reachable() -> None:
     """With QDRANT_URL set, fail now with the reason if the server does not answer (5 s), not mid-run."""
-    url = os.environ.get("QDRANT_URL", "").strip()
+    url = env_config.raw("QDRANT_URL")
     if not url:
         return
     from qdrant_client import QdrantClient
@@ -84,7 +86,7 @@ def check_qdrant_reachable() -> None:
     from oprag_pipeline.index.vector_store import _redact_url
 
     try:
-        client = QdrantClient(url=url, api_key=os.environ.get("QDRANT_API_KEY") or None, timeout=5)
+        client = QdrantClient(url=url, api_key=env_config.secret("QDRANT_API_KEY"), timeout=5)
         client.get_collections()
         client.close()
     except Exception as error:
@@ -188,7 +190,7 @@ def dagster_instance():
     """The persistent instance shared with `dagster dev` (see README), created on first use."""
     from dagster import DagsterInstance
 
-    home = Path(os.environ.get("DAGSTER_HOME") or settings.data_dir() / "dagster_home").resolve()
+    home = (env_config.value("DAGSTER_HOME") or settings.data_dir() / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists() or config.read_text().startswith("# Written by oprag"):  # ours: keep it current
@@ -321,16 +323,22 @@ def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wa
     failures = []
     with _writing(wait):
         _fail_abandoned(instance)
-        with tqdm(total=len(chosen), desc="domains", unit="domain", file=sys.stderr) as bar:
+        # A bar on a terminal; where stderr is a file or a pipe a redrawn bar is a line per redraw, so there each
+        # finished domain says "[i/n]" on its own line instead.
+        interactive = sys.stderr.isatty()
+        with tqdm(total=len(chosen), desc="domains", unit="domain", file=sys.stderr, disable=not interactive) as bar:
             outcomes = materialize_domains(chosen, selection=selection, instance=instance, tracebacks=_debug(ctx))
-            for outcome in outcomes:
+            for done, outcome in enumerate(outcomes, start=1):
                 bar.update(1)
                 status = "ok" if outcome.success else "FAILED"
-                bar.write(
-                    f"{outcome.domain}: {status} ({outcome.steps} steps, {outcome.seconds:.1f} s, run {outcome.run_id})"
-                )
-                for failure in outcome.failures:
-                    bar.write(f"  {outcome.domain}: {failure}")
+                counter = "" if interactive else f"[{done}/{len(chosen)}] "
+                lines = [
+                    f"{counter}{outcome.domain}: {status} ({outcome.steps} steps, {outcome.seconds:.1f} s, "
+                    f"run {outcome.run_id})",
+                    *(f"  {outcome.domain}: {failure}" for failure in outcome.failures),
+                ]
+                for line in lines:
+                    bar.write(line)  # above the bar, which is redrawn below it
                 if not outcome.success:
                     failures.append(outcome.domain)
     if failures:
@@ -343,12 +351,18 @@ def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wa
 @click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=500), help="Hits to return.")
 @click.option(
     "--mode",
-    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2"]),
+    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2", "fair"]),
     default="hybrid",
     show_default=True,
     help="balanced: hybrid relevance with slots in proportion to the corpus's opinions on the entities the "
     "question names (enriched KB only); mmr, xquad, pm2: the hybrid candidates re-ranked by the literature's "
-    "diversification methods (xquad and pm2 over σ-levels, enriched KB only).",
+    "diversification methods (xquad and pm2 over σ-levels, enriched KB only); fair: the hybrid candidates with "
+    "no author holding more than floor(k^(1 - W)) hits (see --fair-weight).",
+)
+@click.option(
+    "--fair-weight",
+    type=click.FloatRange(0, 1),
+    help="fair: 0 is the plain hybrid list, 1 one hit per author; default 0.5 (about sqrt(k) hits per author).",
 )
 @click.option(
     "--kb",
@@ -379,6 +393,7 @@ def query_command(
     since,
     half_life: float | None,
     window_months: int,
+    fair_weight: float | None,
 ) -> None:
     """Search a domain's knowledge base and compare the retrieved opinions with the corpus."""
     check_configuration(pipeline=False)
@@ -422,6 +437,7 @@ def query_command(
             entity=entity,
             profile=profile_builder(domain, since=since.date() if since else None, half_life_days=half_life),
             footer=timeline_footer(domain, window_months),
+            fair_weight=fair_weight,
         )
     except CollectionNotFoundError as error:
         raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from None
@@ -452,9 +468,15 @@ def query_command(
 )
 @click.option(
     "--mode",
-    type=click.Choice(["semantic", "hybrid", "balanced"]),
+    type=click.Choice(["semantic", "hybrid", "balanced", "fair"]),
     default=None,
-    help="Retrieval mode (default: balanced on the enriched KB, hybrid elsewhere).",
+    help="Retrieval mode (default: balanced on the enriched KB, hybrid elsewhere); fair: the hybrid list with no "
+    "author holding more than floor(k^(1 - W)) passages (see --fair-weight).",
+)
+@click.option(
+    "--fair-weight",
+    type=click.FloatRange(0, 1),
+    help="fair: 0 is the plain hybrid list, 1 one passage per author; default 0.5.",
 )
 @click.option("-k", "k", default=20, show_default=True, type=click.IntRange(min=1, max=200), help="Passages retrieved.")
 @click.option(
@@ -466,8 +488,19 @@ def query_command(
     "read their keys and models from the environment, as the extractors do.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The answer with its stated shares, quotes and flags as JSON.")
-def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, writer: str, as_json: bool) -> None:
+def ask_command(
+    question: str,
+    domain: str,
+    kb: str,
+    mode: str | None,
+    fair_weight: float | None,
+    k: int,
+    writer: str,
+    as_json: bool,
+) -> None:
     """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
+    if fair_weight is not None and mode != "fair":
+        raise click.UsageError("--fair-weight applies to --mode fair only")
     from oprag_pipeline.enrich.llm import MissingCredentialsError
     from oprag_pipeline.enrich.schema import cost_label
     check_configuration(pipeline=False)
@@ -478,7 +511,8 @@ def ask_command(question: str, domain: str, kb: str, mode: str | None, k: int, w
     from oprag_pipeline.index.vector_store import CollectionNotFoundError
 
     try:
-        result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer)
+        extra = {} if fair_weight is None else {"fair_weight": fair_weight}
+        result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer, **extra)
     except (FileNotFoundError, LookupError, MissingCredentialsError, RuntimeError) as error:
         raise click.ClickException(str(error)) from error
     except CollectionNotFoundError as error:
@@ -523,21 +557,22 @@ def serve_command(host: str, port: int) -> None:
     help="Re-materialize the evaluation first (default: only when it has never run for the domain).",
 )
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for a run writing the data directory.")
+@click.option("--wide", is_flag=True, help="The summary with full labels, however wide (default: fit the terminal).")
 @click.pass_context
-def report_command(ctx: click.Context, domains: tuple[str, ...], refresh: bool, wait: bool) -> None:
+def report_command(ctx: click.Context, domains: tuple[str, ...], refresh: bool, wait: bool, wide: bool) -> None:
     """Write data/reports/<domain>/ (metrics.json, report.md, report.html, PNG plots) and print the summary."""
     check_configuration(pipeline=True)
     chosen = _runnable_domains(domains)
     check_qdrant_reachable()
     check_warehouse_readable()
     with _writing(wait):
-        _report(chosen, refresh, tracebacks=_debug(ctx))
+        _report(chosen, refresh, tracebacks=_debug(ctx), wide=wide)
 
 
-def _report(chosen: list[str], refresh: bool, *, tracebacks: bool) -> None:
+def _report(chosen: list[str], refresh: bool, *, tracebacks: bool, wide: bool = False) -> None:
     import duckdb
 
-    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, write_report
+    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, compact_summary, write_report
     from oprag_pipeline.runner import materialize_domains
 
     warehouse = settings.warehouse_path()
@@ -561,7 +596,12 @@ def _report(chosen: list[str], refresh: bool, *, tracebacks: bool) -> None:
         click.echo(f"{domain}: report in {written.directory} (report.md, report.html, metrics.json, plots)")
         for line in written.verdict:
             click.echo(line)
-        click.echo(_text_table(SUMMARY_HEADERS, written.summary_rows))
+        if wide:
+            click.echo(_text_table(SUMMARY_HEADERS, written.summary_rows))
+        else:
+            headers, rows, legend = compact_summary(written.summary_rows)
+            click.echo(_fitted_table(headers, rows, shutil.get_terminal_size().columns))
+            click.echo(legend)
         click.echo("")
 
 
@@ -576,6 +616,26 @@ def _text_table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def _fitted_table(headers: list[str], rows: list[list[str]], width: int) -> str:
+    """`_text_table` split into blocks of columns (each repeating the first) so that no line is wider than
+    `width`: a wrapped table cannot be read."""
+    blocks: list[list[int]] = []
+    current: list[int] = []
+    column_widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
+    used = column_widths[0]
+    for index in range(1, len(headers)):
+        if current and used + 2 + column_widths[index] > width:
+            blocks.append(current)
+            current, used = [], column_widths[0]
+        current.append(index)
+        used += 2 + column_widths[index]
+    blocks.append(current)
+    return "\n\n".join(
+        _text_table([headers[0], *(headers[i] for i in block)], [[r[0], *(r[i] for i in block)] for r in rows])
+        for block in blocks
+    )
 
 
 @main.command("status")

@@ -42,7 +42,8 @@ ALL_ASSETS = [
     retrieval_runs,
     gold_opinions,
     question_metrics,
-    # The metric tables: SQL models in dbt_like_sql/, run by Dagster's templated-SQL component on the warehouse.
+    # The metric tables: SQL models in dbt_like_sql/, run by Dagster's templated-SQL component on the run's
+    # `warehouse` resource; the component's own connection is only its fallback, and building it touches no file.
     *build_sql_assets(settings.sql_models_dir(), warehouse_resource()),
     metric_significance,
     # Beyond the study: fairness trade-off, opinion timelines, source concentration (analysis/).

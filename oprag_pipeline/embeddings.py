@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oprag_pipeline import settings
+from oprag_pipeline import config, settings
 
 if TYPE_CHECKING:
     import onnx
@@ -54,7 +54,7 @@ logger = logging.getLogger(__name__)
 MODEL_DIR_ENV = "OPRAG_MODEL_DIR"
 EMBED_MODEL_ENV = "OPRAG_EMBED_MODEL"
 
-DEFAULT_DENSE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_DENSE_MODEL: str = config.declared(EMBED_MODEL_ENV).default
 BM25_MODEL = "Qdrant/bm25"
 DENSE_DIM = 384
 MAX_TOKENS = 256
@@ -81,7 +81,7 @@ _SOURCE_LICENSE_SUFFIX = ".dist-info/licenses/LICENSE"
 
 SOURCE_DIR_NAME = f"{WEIGHTS_PACKAGE}-{WEIGHTS_VERSION}"
 PRECISION_ENV = "OPRAG_EMBED_PRECISION"
-DEFAULT_PRECISION = "w8"
+DEFAULT_PRECISION: str = config.declared(PRECISION_ENV).default
 W8_BLOCK_SIZE = 128
 DENSE_VARIANTS: dict[str, dict[str, Any]] = {
     "fp32": {
@@ -156,8 +156,7 @@ BM25_STOPWORDS: tuple[str, ...] = tuple(w for w in ENGLISH_STOPWORDS if w not in
 
 def models_dir() -> Path:
     """`OPRAG_MODEL_DIR`, else `models/` inside the data directory."""
-    configured = os.environ.get(MODEL_DIR_ENV)
-    return Path(configured).expanduser().resolve() if configured else settings.data_dir() / "models"
+    return config.value(MODEL_DIR_ENV) or settings.data_dir() / "models"
 
 
 def _sha256(path: Path) -> str:
@@ -488,10 +487,7 @@ class _VariantUnsupported(RuntimeError):
 
 def dense_precision() -> str:
     """`OPRAG_EMBED_PRECISION` ("w8" or "fp32"), else "w8"."""
-    precision = os.environ.get(PRECISION_ENV, DEFAULT_PRECISION).strip().lower()
-    if precision not in DENSE_VARIANTS:
-        raise ValueError(f"{PRECISION_ENV} must be one of {sorted(DENSE_VARIANTS)}, not {precision!r}")
-    return precision
+    return config.value(PRECISION_ENV)
 
 
 def _dense_is_current(precision: str, folder: Path) -> bool:
@@ -681,7 +677,7 @@ class OfflineEmbedder:
     ) -> None:
         if sparse_backend not in ("fastembed", "edge"):
             raise ValueError(f"sparse_backend must be 'fastembed' or 'edge', not {sparse_backend!r}")
-        self.model_name = model_name or os.environ.get(EMBED_MODEL_ENV) or DEFAULT_DENSE_MODEL
+        self.model_name = model_name or config.value(EMBED_MODEL_ENV)
         self.threads = threads
         self.batch_size = batch_size
         self.sparse_backend = sparse_backend

@@ -1,22 +1,25 @@
 """Resources shared by every stage: the data directory, the DuckDB warehouse, the embedder, the extractor and the
 vector store (defined with its adapters in `index/vector_store.py`).
 
-They are built from the environment when the definitions load (`OPRAG_DATA_DIR`, `OPRAG_WAREHOUSE`) and can be
-overridden per run in the Dagster launchpad, so the UI, the CLI and the tests can point at different folders.
+`build_resources` fills their fields from the environment when the definitions load (every variable and the field
+it feeds are declared in `config.py`), so the launchpad shows what the environment chose and can override any field
+for one run, and the UI, the CLI and the tests can point at different folders. Secrets are `EnvVar`s. Building a
+resource has no side effect (no folder is made until a run uses it).
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster.components.lib.sql_component.sql_client import SQLClient
 from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
-from oprag_pipeline import settings
+from oprag_pipeline import config, settings
 from oprag_pipeline.enrich import ratings
 from oprag_pipeline.index.vector_store import VectorStoreResource  # the Qdrant resource, next to its adapters
 
@@ -61,52 +64,104 @@ class WarehouseResource(DuckDBResource, SQLClient):
             self._writer.__exit__(None, None, None)
             self._writer = None
 
+    @contextmanager
+    def get_connection(self) -> Iterator[Any]:
+        """Dagster's connection, the warehouse's folder made first: building the resource makes nothing, so
+        loading the definitions (the UI, `dg check defs`) leaves the disk alone."""
+        Path(self.database).parent.mkdir(parents=True, exist_ok=True)
+        with super().get_connection() as conn:
+            yield conn
+
     def connect_and_execute(self, sql: str) -> None:
         with self.get_connection() as conn:
             conn.execute(sql)
 
 
 def warehouse_resource(path: Path | None = None) -> WarehouseResource:
-    database = path or settings.warehouse_path()
-    database.parent.mkdir(parents=True, exist_ok=True)
-    return WarehouseResource(database=str(database))
+    """The warehouse at `path`, else `OPRAG_WAREHOUSE`, else in the data directory; nothing is created yet."""
+    return WarehouseResource(database=str(path or settings.warehouse_path()))
 
 
 class EmbedderResource(ConfigurableResource):
     """Dense (MiniLM) and sparse (BM25, negations kept) embeddings, offline by default."""
 
-    model: str = Field(
-        default="sentence-transformers/all-MiniLM-L6-v2",
-        description="fastembed model name; the default is assembled offline, others need a reachable model hub.",
+    model: str | None = Field(
+        default=None,
+        description="fastembed model name (unset: env OPRAG_EMBED_MODEL, else "
+        f"{config.declared('OPRAG_EMBED_MODEL').default}); the default is assembled offline, others need a "
+        "reachable model hub.",
+    )
+    precision: str | None = Field(
+        default=None,
+        description="MiniLM's document encoder: 'w8' (8-bit weights, faster) or 'fp32' (unset: env "
+        "OPRAG_EMBED_PRECISION, else w8).",
+    )
+
+    vector_cache_dir: str | None = Field(
+        default=None,
+        description="Embedded vectors by text hash, reused by every KB and run (unset: env OPRAG_VECTOR_CACHE_DIR, "
+        "else vector_cache/ in the data directory).",
     )
 
     def embedder(self):
         from oprag_pipeline.embeddings import OfflineEmbedder
 
-        return _cached_embedder(self.model, OfflineEmbedder)
+        model = self.model or config.value("OPRAG_EMBED_MODEL")
+        precision = self.precision or config.value("OPRAG_EMBED_PRECISION")
+        key = (model, precision)
+        if key not in _EMBEDDERS:
+            _EMBEDDERS[key] = OfflineEmbedder(model_name=model, precision=precision)
+        return _EMBEDDERS[key]
 
     def embed_dense(self, texts):
         return self.embedder().embed_dense(list(texts))
 
 
-_EMBEDDERS: dict[str, object] = {}
+_EMBEDDERS: dict[tuple[str, str], Any] = {}
+"""One embedder per model and precision per process: loading the ONNX session costs seconds, a batch milliseconds."""
 
 
-def _cached_embedder(model: str, factory):
-    """One embedder per process: loading the ONNX session costs seconds, embedding a batch milliseconds."""
-    if model not in _EMBEDDERS:
-        _EMBEDDERS[model] = factory(model_name=model)
-    return _EMBEDDERS[model]
+DEFAULT_BATCH_SIZE = 500
+DEFAULT_LLM_BATCH_SIZE = 20
+"""Documents per committed extraction batch unless OPRAG_EXTRACT_BATCH_SIZE says: a batch is the unit of resume, and
+an LLM batch costs money and minutes."""
 
 
 class ExtractorResource(ConfigurableResource):
     """Which opinion extractor runs: `offline` (default), `anthropic` or `openai-compatible` (env OPRAG_EXTRACTOR)."""
 
-    kind: str = Field(default="offline", description="offline | anthropic | openai-compatible")
-    batch_size: int = Field(default=500, description="Documents per committed batch (the unit of resume).")
+    kind: str = Field(default="offline", description="offline | anthropic | openai-compatible (env OPRAG_EXTRACTOR)")
+    batch_size: int = Field(
+        default=DEFAULT_BATCH_SIZE,
+        ge=1,
+        description="Documents per committed batch (the unit of resume; env OPRAG_EXTRACT_BATCH_SIZE).",
+    )
     max_concurrency: int = Field(default=4, description="Parallel requests for the LLM extractors.")
-    model: str | None = Field(default=None, description="LLM model id (LLM extractors only).")
-    base_url: str | None = Field(default=None, description="Endpoint for openai-compatible servers.")
+    model: str | None = Field(
+        default=None,
+        description="LLM model id (LLM extractors only; unset: env OPRAG_ANTHROPIC_MODEL or OPRAG_OPENAI_MODEL).",
+    )
+    base_url: str | None = Field(
+        default=None, description="Endpoint for openai-compatible servers (unset: env OPRAG_OPENAI_BASE_URL)."
+    )
+    offline_scorer: str | None = Field(
+        default=None,
+        description="model | vader: the offline extractor's clause scorer (unset: env OPRAG_OFFLINE_SCORER, else "
+        "model).",
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, description="Seconds per LLM request (unset: env OPRAG_LLM_TIMEOUT, else 60)."
+    )
+    openai_mode: str | None = Field(
+        default=None,
+        description="tools | json | json_schema: how an openai-compatible server is held to the schema (unset: env "
+        "OPRAG_OPENAI_MODE, else tools).",
+    )
+    price_per_mtok: str | None = Field(
+        default=None,
+        description="'input,output' USD per million tokens for cost estimates (unset: env "
+        "OPRAG_ANTHROPIC_PRICE_PER_MTOK / OPRAG_OPENAI_PRICE_PER_MTOK, else the model's list price).",
+    )
     adapt: str = Field(
         default="none",
         description="none | ratings | llm (env OPRAG_ADAPT): fit the offline model's per-class offsets before "
@@ -124,23 +179,85 @@ class ExtractorResource(ConfigurableResource):
     def build(self):
         from oprag_pipeline.enrich.factory import build_extractor
 
+        price = config.parse_price(self.price_per_mtok, "extractor.price_per_mtok") if self.price_per_mtok else None
         return build_extractor(
-            self.kind, model=self.model, base_url=self.base_url, max_concurrency=self.max_concurrency
+            self.kind,
+            model=self.model,
+            base_url=self.base_url,
+            max_concurrency=self.max_concurrency,
+            offline_scorer=self.offline_scorer,
+            timeout=self.timeout,
+            openai_mode=self.openai_mode,
+            price_per_mtok=price,
         )
 
 
+_KIND_VARIABLES = {
+    "anthropic": {"model": "OPRAG_ANTHROPIC_MODEL", "price_per_mtok": "OPRAG_ANTHROPIC_PRICE_PER_MTOK"},
+    "anthropic-batch": {"model": "OPRAG_ANTHROPIC_MODEL", "price_per_mtok": "OPRAG_ANTHROPIC_PRICE_PER_MTOK"},
+    "openai-compatible": {
+        "model": "OPRAG_OPENAI_MODEL",
+        "price_per_mtok": "OPRAG_OPENAI_PRICE_PER_MTOK",
+        "base_url": "OPRAG_OPENAI_BASE_URL",
+        "openai_mode": "OPRAG_OPENAI_MODE",
+    },
+}
+"""The extractor fields whose variable depends on the kind: set from the chosen kind's variables only."""
+
+
+def _choice(name: str) -> str:
+    """The value, the default when unset, and the text as given when malformed: a field that always holds a choice
+    (the extractor's kind) then fails the run that uses it, by name, instead of silently running the default."""
+    return config.value_or_none(name) or config.raw(name)
+
+
+def _text(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
+
+
+def _secret(name: str) -> EnvVar | None:
+    """An `EnvVar` for a secret that is set (resolved in the run's process, shown in the UI by name only); None
+    for one that is not, since an `EnvVar` of an unset variable fails the run."""
+    return EnvVar(name) if config.is_set(name) else None
+
+
 def build_resources(data_dir: Path | None = None, warehouse: Path | None = None) -> dict[str, object]:
-    """Every resource the assets need, resolved from arguments or the environment."""
+    """Every resource the assets need, from the arguments or else the environment (the fields each variable feeds
+    are declared in `config.py`). A malformed value leaves its field unset (the environment is then read when the
+    field is used, and the run fails naming the variable), so the definitions still load for the UI; the CLI
+    refuses malformed values before any run."""
     root = data_dir or settings.data_dir()
-    extractor_kind = os.environ.get("OPRAG_EXTRACTOR", "offline")
+    kind = _choice("OPRAG_EXTRACTOR")
+    by_kind = {field: config.value_or_none(name) for field, name in _KIND_VARIABLES.get(kind, {}).items()}
+    if by_kind.get("price_per_mtok"):
+        by_kind["price_per_mtok"] = ",".join(f"{p:g}" for p in by_kind["price_per_mtok"])
+    batch_size = config.value_or_none("OPRAG_EXTRACT_BATCH_SIZE") or (
+        DEFAULT_BATCH_SIZE if kind == "offline" else 10_000 if kind == "anthropic-batch" else DEFAULT_LLM_BATCH_SIZE
+    )  # anthropic-batch: each committed batch is one Message Batch, so few large ones
     return {
         "paths": DataDirResource(data_dir=str(root)),
         "warehouse": warehouse_resource(warehouse or (settings.warehouse_path(root) if data_dir else None)),
-        "embedder": EmbedderResource(),
-        "vector_store": VectorStoreResource(data_dir=str(root)),
+        "embedder": EmbedderResource(
+            model=config.value_or_none("OPRAG_EMBED_MODEL"),
+            precision=config.value_or_none("OPRAG_EMBED_PRECISION"),
+            vector_cache_dir=_text(config.value_or_none("OPRAG_VECTOR_CACHE_DIR")),
+        ),
+        "vector_store": VectorStoreResource(
+            data_dir=str(root),
+            url=config.value_or_none("QDRANT_URL"),
+            api_key=_secret("QDRANT_API_KEY"),
+            on_disk=config.value_or_none("OPRAG_QDRANT_ON_DISK"),
+            max_segment_kb=config.value_or_none("OPRAG_QDRANT_SEGMENT_KB"),
+            shard_number=config.value_or_none("OPRAG_QDRANT_SHARD_NUMBER"),
+            replication_factor=config.value_or_none("OPRAG_QDRANT_REPLICATION_FACTOR"),
+            quantization=config.value_or_none("OPRAG_QDRANT_QUANTIZATION"),
+        ),
         "extractor": ExtractorResource(
-            kind=extractor_kind,
-            batch_size=int(os.environ.get("OPRAG_EXTRACT_BATCH_SIZE", 500 if extractor_kind == "offline" else 20)),
-            adapt=os.environ.get("OPRAG_ADAPT", "none"),
+            kind=kind,
+            batch_size=batch_size,
+            adapt=_choice("OPRAG_ADAPT"),
+            offline_scorer=config.value_or_none("OPRAG_OFFLINE_SCORER"),
+            timeout=config.value_or_none("OPRAG_LLM_TIMEOUT"),
+            **by_kind,
         ),
     }

@@ -185,6 +185,7 @@ def _truth_scores(data_dir: Path, domain: str) -> dict[str, list[tuple[str, int]
     return by_entity
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_planted_shift_found_at_its_time_and_other_entities_flagged_at_the_stated_rate(tmp_path: Path) -> None:
     """The demo plants one lasting shift per domain (truth/…/entities.json). On the planted labels, with quarterly
     windows and α = 0.05: the shift is found in the quarter holding its date or the next one, in every seed;

@@ -70,6 +70,7 @@ def test_sensor_registers_domains_and_reacts_to_changed_files(
     assert set(cursor) == {"empty", "forum", "hotels"} and cursor["empty"] == {}
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_nightly_cron_requests_every_registered_domain(data_dir: Path, dagster_instance: DagsterInstance) -> None:
     """The re-index is a cron condition on `raw_documents`: nothing before 03:00 UTC, every domain after it."""
     dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["a", "b"])
@@ -91,6 +92,7 @@ def test_nightly_cron_requests_every_registered_domain(data_dir: Path, dagster_i
     assert before.get_requested_partitions(AssetKey("opinions")) == set()
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_first_sensor_tick_after_a_cli_run_requests_nothing(
     data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,6 +36,7 @@ def test_console_script_is_installed() -> None:
     assert completed.returncode == 0 and "generate-demo" in completed.stdout
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_run_then_status(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     write_lines(data_dir / "raw/shop/a.jsonl", ['{"doc_id": "1", "text": "Sturdy lid."}', "{oops"])
@@ -54,12 +55,33 @@ def test_run_then_status(data_dir: Path, tmp_path: Path, monkeypatch: pytest.Mon
     assert "quarantined for malformed_json" in text
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
+def test_run_progress_is_one_line_per_domain_when_not_a_terminal(data_dir: Path, tmp_path: Path) -> None:
+    """Piped output (CI logs, `| tee`) gets "[i/n] domain: ok" once per domain, not a progress bar per redraw."""
+    import os
+
+    for domain in ("shop", "forum"):
+        write_lines(data_dir / f"raw/{domain}/a.jsonl", ['{"doc_id": "1", "text": "Sturdy lid."}'])
+    oprag = Path(sys.executable).parent / "oprag"
+    environment = {**os.environ, "OPRAG_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(tmp_path / "home")}
+    completed = subprocess.run(
+        [str(oprag), "run", "--select", "raw_documents"], capture_output=True, text=True, timeout=600, env=environment
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    output = completed.stdout + completed.stderr
+    for domain in ("shop", "forum"):
+        assert len([line for line in output.splitlines() if f"] {domain}: ok" in line]) == 1, output[-2000:]
+    assert "[1/2] " in output and "[2/2] " in output
+    assert "domains:" not in output and "domain/s" not in output  # no bar drawn into the pipe
+
+
 def test_run_rejects_unknown_domain(data_dir: Path) -> None:
     write_lines(data_dir / "raw/shop/a.jsonl", ['{"doc_id": "1", "text": "x"}'])
     result = CliRunner().invoke(main, ["run", "--domain", "nope"])
     assert result.exit_code != 0 and "nope" in result.output
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_generate_demo_then_run(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     runner = CliRunner()

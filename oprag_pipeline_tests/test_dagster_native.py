@@ -53,6 +53,7 @@ def check_only(instance: DagsterInstance, domain: str):
     return subset.execute_in_process(instance=instance, partition_key=domain, raise_on_error=False)
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_rows_reconcile_runs_on_its_own_for_one_partition(data_dir: Path, dagster_instance: DagsterInstance) -> None:
     """The check is recorded against the domain it checked, and runs without re-materializing the asset."""
     write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": "h1", "text": "The lift was slow."})])

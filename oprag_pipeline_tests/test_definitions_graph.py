@@ -6,6 +6,7 @@ materialized, and the asset depending on it silently loses its upstream. So the 
 
 from __future__ import annotations
 
+import pytest
 from dagster import AssetKey
 
 from oprag_pipeline.definitions import build_definitions
@@ -33,6 +34,7 @@ def test_the_pipeline_runs_from_ingest_to_the_report() -> None:
         assert AssetKey(stage) in upstream, stage
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_loading_the_definitions_raises_no_deprecation_warning() -> None:
     """A deprecated Dagster call (e.g. `define_asset_job(partitions_def=…)`) warns on every `dagster dev`; the job
     takes its partitions from its assets instead. Run in a fresh interpreter so already-imported modules do not

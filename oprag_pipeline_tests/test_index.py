@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,13 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert "breakfast" in result.output.lower()
     assert "retrieved (n=" in result.output and "corpus (n=" in result.output
     assert "Timeline of" in result.output  # the focus entity's opinions per window (analysis/drift.py)
+    # The bracketed score is explained, and the bound the legend states holds for every hit (RRF over two lists)
+    from oprag_pipeline.index.vector_store import RRF_K
+
+    assert "[score]: reciprocal-rank fusion" in result.output
+    scores = [float(s) for s in re.findall(r"^\s+\d+\. \[([0-9.]+)\]", result.output, flags=re.M)]
+    assert len(scores) == 8 and max(scores) <= 2 / RRF_K + 1e-9 and scores == sorted(scores, reverse=True)
+    assert f"at most {2 / RRF_K:.3f}" in result.output
     recent = CliRunner().invoke(
         main, ["query", "breakfast?", "--domain", "hotels", "--mode", "balanced", "--since", "2024-06-01"]
     )
@@ -100,7 +108,7 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert both.exit_code != 0 and "not both" in both.output
     raw = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--kb", "raw", "--mode", "semantic"])
     assert raw.exit_code == 0, raw.output
-    for mode in ("pm2", "mmr"):  # the diversification baselines are reachable from the command line too
+    for mode in ("pm2", "mmr", "fair"):  # the re-ranking modes are reachable from the command line too
         diversified = CliRunner().invoke(
             main, ["query", "what do guests think of the breakfast?", "--domain", "hotels", "-k", "5", "--mode", mode]
         )

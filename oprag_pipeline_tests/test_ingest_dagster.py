@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pytest
 from dagster import DagsterInstance, materialize
 
 from oprag_pipeline.ingest import store
@@ -57,6 +58,7 @@ def test_materialize_counts_quarantine_and_check(data_dir: Path, dagster_instanc
     assert dagster_instance.get_materialized_partitions(raw_documents.key) == {"hotels"}
 
 
+@pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_incremental_reports_exactly_what_changed(data_dir: Path, dagster_instance: DagsterInstance) -> None:
     write_lines(data_dir / "raw/hotels/a.jsonl", docs(0, 20))
     first, _ = run_ingest(data_dir, dagster_instance)

@@ -97,11 +97,14 @@ def test_the_batch_extractor_is_chosen_by_name_and_keeps_its_ledger_under_the_da
     assert batch.estimated_cost_usd(1_000_000, 0) == pytest.approx(online.estimated_cost_usd(1_000_000, 0) / 2)
 
 
-def test_batch_mode_commits_large_batches_and_needs_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from oprag_pipeline import settings
+def test_batch_mode_commits_large_batches_and_needs_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oprag_pipeline import config
+    from oprag_pipeline.resources import build_resources
 
     monkeypatch.setenv("OPRAG_EXTRACTOR", "anthropic-batch")
     monkeypatch.delenv("OPRAG_EXTRACT_BATCH_SIZE", raising=False)
-    assert settings.extract_batch_size() == 10_000  # one Message Batch per committed batch: few, large ones
+    extractor = build_resources(tmp_path)["extractor"]
+    assert extractor.kind == "anthropic-batch"
+    assert extractor.batch_size == 10_000  # one Message Batch per committed batch: few, large ones
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    assert any("anthropic-batch needs ANTHROPIC_API_KEY" in p for p in settings.configuration_problems())
+    assert any("anthropic-batch needs ANTHROPIC_API_KEY" in p for p in config.problems())

@@ -347,7 +347,7 @@ def test_a_word_written_open_hyphenated_or_closed_is_one_target() -> None:
 
 
 def test_people_in_general_are_not_targets() -> None:
-    """"Other guests said the pool was cold": the opinion is about the pool, not about the people reporting it."""
+    """ "Other guests said the pool was cold": the opinion is about the pool, not about the people reporting it."""
     docs = [
         (f"d{i}", f"Other guests said the pool was {adjective}. Some people thought the pool was {adjective}.")
         for i, adjective in enumerate(["cold", "lovely", "dirty", "great", "small", "superb"])
@@ -355,3 +355,53 @@ def test_people_in_general_are_not_targets() -> None:
     keys = {c.key for c in mine_candidates(docs, min_doc_frequency=2)}
     assert "pool" in keys
     assert not keys & {"guest", "people", "person"}
+
+
+def test_a_quality_named_by_its_adjectives_is_filed_under_qualities() -> None:
+    """ "Slow" and "quick" make the quality `speed`; wherever its name's embedding lands (here: beside parking, in
+    its tier 2), it is a quality, in a tier 2 of its own, while a thing named by a noun keeps its category."""
+    docs = [(f"s{i}", f"The lift was slow. Check-out was quick. The parking was fine {i}.") for i in range(4)]
+    docs += [(f"p{i}", f"We liked the pool {i}. The garage was tiny.") for i in range(4)]
+    candidates = mine_candidates(docs, min_doc_frequency=2)
+    speed = next(c for c in candidates if c.key == "speed")
+    assert set(speed.aliases) == {"slow", "quick"}
+
+    def embed_speed_near_parking(texts):
+        near_parking = [0, 0, 0, 1, 0, 1]  # cosine distance ~0.31: another entity, but parking's tier 2
+        return np.array([near_parking if t.lower() == "speed" else embed([t])[0] for t in texts], dtype=float)
+
+    kept = [c for c in candidates if c.key in {"speed", "parking", "pool", "garage"}]
+    entities = build_entities(kept, embed_speed_near_parking, ClusterThresholds())
+    by_name = {e.name: e for e in entities}
+    parking = next(e for e in entities if "parking" in e.aliases)  # with "garage"
+    assert by_name["speed"].tier1_name == "qualities"
+    assert parking.tier1_name != "qualities"
+    assert by_name["speed"].tier2_id != parking.tier2_id
+    for entity in by_name.values():  # every tier 2 lies inside one tier 1
+        same_tier2 = [e for e in by_name.values() if e.tier2_id == entity.tier2_id]
+        assert {e.tier1_id for e in same_tier2} == {entity.tier1_id}
+
+
+def test_a_verb_particle_noun_is_one_target_however_it_is_written() -> None:
+    """ "Check-in", "check in" and "checkout" are nouns English makes from a verb and a particle; as the subject of a
+    copula, after an adjective or at a clause's end they are the target, while after a subject or "to" they are
+    the verb ("we could check in"), and an inflected head is no such noun ("checked-in")."""
+    from oprag_pipeline.registry.candidates import target_mentions
+
+    def names(text: str) -> list[str]:
+        return [" ".join(m.words) for m in target_mentions(text)]
+
+    assert names("Check in was quick and easy.") == ["check-in"]
+    assert names("Check-in was a breeze.")[0] == "check-in"
+    assert names("We had a smooth check in.") == ["check-in"]
+    assert names("The check-out was slow.") == ["check-out"]
+    assert "check-in" not in names("We could check in at noon.")
+    assert "check-in" not in names("We had to check in at 3pm, the staff were rude.")
+    assert names("We were checked-in quickly.") == []
+    assert names("The staff on duty were kind.")[0] == "staff"  # "on" is no noun-making particle
+    docs = [
+        (f"d{i}", text)
+        for i, text in enumerate(["Check in was slow.", "The check-in was awful.", "Check-in was easy."] * 2)
+    ]
+    found = {c.key: c for c in mine_candidates(docs, min_doc_frequency=2)}
+    assert "check" not in found and found["check-in"].doc_frequency == 6

@@ -55,3 +55,25 @@ def test_sections_are_a_list_to_extend() -> None:
     titles = [s.title for s in _sections(_data([]), [], [SECTIONS[0], extra])]
     assert titles == ["Verdict", "Drift"]
     assert per_entity_section(_data([]), {}) == []  # no per-entity figures: no empty table
+
+
+def test_the_terminal_summary_fits_its_width_and_keeps_every_figure() -> None:
+    from oprag_pipeline.cli import _fitted_table
+    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, VARIANTS, compact_summary
+
+    rows = [
+        ["W1 to gold distribution (lower is better)", *(f"{i + 0.25:.2f}" for i in range(len(VARIANTS)))],
+        ["entity match rate (higher is better)", *(f"{50 + i}.0%" for i in range(len(VARIANTS)))],
+    ]
+    headers, compact, legend = compact_summary(rows)
+    assert len(headers) == len(SUMMARY_HEADERS) and compact[0][0] == "W1 to gold distribution ↓"
+    assert compact[1][0] == "entity match rate ↑" and compact[0][1:] == rows[0][1:]
+    assert "raw = raw KB (plain RAG)" in legend and "↓ lower is better" in legend
+    for width in (60, 80, 200):
+        table = _fitted_table(headers, compact, width)
+        assert max(len(line.rstrip()) for line in table.splitlines()) <= max(width, 60)
+        for row in rows:  # every figure is printed exactly once, whatever the width
+            for cell in row[1:]:
+                assert table.count(cell) == 1, (width, cell)
+    assert len(_fitted_table(headers, compact, 200).split("\n\n")) == 1
+    assert len(_fitted_table(headers, compact, 60).split("\n\n")) > 1

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 import numpy as np
-from scipy import stats
 
 from oprag_pipeline.index.balancing import proportional_quotas
 
@@ -89,6 +88,8 @@ def permutation_w1(
     """
     if not a or not b:
         raise ValueError("the permutation test needs two non-empty samples")
+    from scipy import stats  # here, not at module level: scipy.stats costs ~1 s of every `oprag` command's start
+
     level_counts([*a, *b])  # validates the scale
     result = stats.permutation_test(
         (np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)),

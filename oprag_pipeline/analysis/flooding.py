@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oprag_pipeline.analysis.drift import level_counts, rescaled_counts, w1_counts
+from oprag_pipeline.index.fairness import DEFAULT_TOP_AUTHORS, effective_sources, source_key, top_author_share
 
 _WORD = re.compile(r"[a-z0-9']+")
 # Why 3-word shingles: single words are shared by any two texts on a topic; 3-grams are shared mostly by copied
@@ -35,24 +36,7 @@ DEFAULT_JACCARD = 0.6
 # Why 128 permutations: the MinHash estimate's standard error is about 1/sqrt(128) ≈ 0.09, enough to propose
 # candidate pairs around 0.6; every proposed pair is verified exactly, so the estimate never decides alone.
 NUM_PERM = 128
-DEFAULT_TOP_AUTHORS = 5
 POLICIES = ("one_vote", "cap")
-
-
-def top_author_share(author_counts: Mapping[str, int], top: int = DEFAULT_TOP_AUTHORS) -> float:
-    """Share of the opinions written by the `top` most prolific authors (0 when there are none)."""
-    total = sum(author_counts.values())
-    if total == 0:
-        return 0.0
-    return sum(sorted(author_counts.values(), reverse=True)[:top]) / total
-
-
-def effective_sources(counts: Sequence[int]) -> float:
-    """Inverse Herfindahl index 1 / Σ s²: how many equal sources the mix is worth (n for n equal sources)."""
-    total = sum(counts)
-    if total == 0:
-        return 0.0
-    return 1.0 / sum((c / total) ** 2 for c in counts)
 
 
 def shingles(text: str, size: int = SHINGLE_WORDS) -> set[str]:
@@ -230,7 +214,7 @@ def analyse_sources(
     keys = {o.key for o in opinions}
     touching = [[k for k in c if k in keys] for c in clusters]
     touching = [c for c in touching if len(c) > 1]
-    author_counts = Counter(o.author_id or f"doc:{o.key}" for o in opinions)
+    author_counts = Counter(source_key(o.key, o.author_id) for o in opinions)
     weights = bounded_weights(sources(opinions, touching), policy=policy, cap=cap)
     return EntitySources(
         entity_id,

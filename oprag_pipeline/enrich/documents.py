@@ -10,6 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 SIGMA_LABEL = {30: "+30", 20: "+20", 10: "+10", 0: "0", -10: "−10", -20: "−20", -30: "−30"}
+TEXT_MARKER = "Text: "
+"""Where the rendered metadata of an enriched text ends and the document's own words begin."""
+
+
+def own_words(rendered: str) -> str:
+    """The document's own words of a rendered enriched text (what follows the marker)."""
+    return rendered.split(TEXT_MARKER, 1)[-1]
 
 
 def render_enriched(
@@ -36,5 +43,5 @@ def render_enriched(
     ]
     if author:
         lines.append("Author: " + "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(author.items())))
-    lines.append(f"Text: {relevant_text}")
+    lines.append(f"{TEXT_MARKER}{relevant_text}")
     return "\n".join(lines)

@@ -2,38 +2,49 @@
 
 from __future__ import annotations
 
-import os
+from typing import Any
 
+from oprag_pipeline import config
 from oprag_pipeline.enrich.schema import Extractor
 
-EXTRACTORS = ("offline", "anthropic", "anthropic-batch", "openai-compatible")
+EXTRACTORS: tuple[str, ...] = config.declared("OPRAG_EXTRACTOR").choices
+OFFLINE_SCORERS: tuple[str, ...] = config.declared("OPRAG_OFFLINE_SCORER").choices
 
 
 def build_extractor(
-    kind: str, *, model: str | None = None, base_url: str | None = None, max_concurrency: int = 4
+    kind: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    max_concurrency: int = 4,
+    offline_scorer: str | None = None,
+    timeout: float | None = None,
+    openai_mode: str | None = None,
+    price_per_mtok: tuple[float, float] | None = None,
 ) -> Extractor:
+    """The extractor `kind` names; every option left None takes its environment default (see `config.py`)."""
     if kind == "offline":
         from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer
 
         # OPRAG_OFFLINE_SCORER=vader runs the lexicon baseline the benchmarks compare against
-        scorer = os.environ.get("OPRAG_OFFLINE_SCORER", "model")
-        if scorer not in ("model", "vader"):
+        scorer = offline_scorer or config.value("OPRAG_OFFLINE_SCORER")
+        if scorer not in OFFLINE_SCORERS:
             raise ValueError(f"OPRAG_OFFLINE_SCORER must be 'model' or 'vader', not {scorer!r}")
         return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None)
+    options: dict[str, Any] = {"max_concurrency": max_concurrency}
+    for name, chosen in (("model", model), ("timeout", timeout), ("price_per_mtok", price_per_mtok)):
+        if chosen is not None:
+            options[name] = chosen
     if kind in ("anthropic", "anthropic-batch"):
         from oprag_pipeline.enrich.llm import AnthropicBatchExtractor, AnthropicExtractor
 
-        options = {"max_concurrency": max_concurrency}
-        if model:
-            options["model"] = model
         return (AnthropicBatchExtractor if kind == "anthropic-batch" else AnthropicExtractor)(**options)
     if kind == "openai-compatible":
         from oprag_pipeline.enrich.llm import OpenAICompatibleExtractor
 
-        options = {"max_concurrency": max_concurrency}
-        if model:
-            options["model"] = model
         if base_url:
             options["base_url"] = base_url
+        if openai_mode:
+            options["mode"] = openai_mode
         return OpenAICompatibleExtractor(**options)
     raise ValueError(f"unknown extractor {kind!r}; choose one of {', '.join(EXTRACTORS)} (env OPRAG_EXTRACTOR)")

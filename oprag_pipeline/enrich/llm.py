@@ -43,7 +43,6 @@ import html
 import importlib.resources
 import json
 import logging
-import os
 import re
 import threading
 import time
@@ -58,6 +57,7 @@ from typing import Any, ClassVar, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from oprag_pipeline import config
 from oprag_pipeline.enrich.schema import (
     DocumentInput,
     Emotion,
@@ -383,7 +383,7 @@ def model_facts(model: str) -> ModelFacts | None:
 
 
 def _price_from_env(variable: str) -> TokenPrice | None:
-    raw = os.environ.get(variable, "").strip()
+    raw = config.raw(variable)
     if not raw:
         return None
     try:
@@ -711,7 +711,7 @@ class _RequestGuard:
 
 
 def _env_float(variable: str, default: float) -> float:
-    raw = os.environ.get(variable, "").strip()
+    raw = config.raw(variable)
     return float(raw) if raw else default
 
 
@@ -1017,7 +1017,7 @@ class AnthropicExtractor(_LLMExtractor):
     ) -> None:
         """`settings` are `LLMOptions` fields, applied over `options`."""
         options = replace(options or LLMOptions(), **settings)
-        api_key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+        api_key = config.raw("ANTHROPIC_API_KEY")
         if not api_key:
             raise MissingCredentialsError(
                 "ANTHROPIC_API_KEY is not set: the anthropic extractor reads its API key only from the environment "
@@ -1026,7 +1026,7 @@ class AnthropicExtractor(_LLMExtractor):
         import anthropic
         import instructor
 
-        model = options.model or os.environ.get("OPRAG_ANTHROPIC_MODEL", "").strip() or DEFAULT_ANTHROPIC_MODEL
+        model = options.model or config.raw("OPRAG_ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
         price = resolve_price(model, options.price_per_mtok, "OPRAG_ANTHROPIC_PRICE_PER_MTOK")
         super().__init__(options, model, price, anthropic.AnthropicError)
         if force_tool is None:
@@ -1237,13 +1237,13 @@ class OpenAICompatibleExtractor(_LLMExtractor):
     ) -> None:
         """`settings` are `LLMOptions` fields, applied over `options`."""
         options = replace(options or LLMOptions(), **settings)
-        model = options.model or os.environ.get("OPRAG_OPENAI_MODEL", "").strip()
+        model = options.model or config.raw("OPRAG_OPENAI_MODEL")
         if not model:
             raise ValueError(
                 "no model for the openai-compatible extractor: set OPRAG_OPENAI_MODEL (e.g. the name `ollama list` "
                 "shows) or pass model="
             )
-        chosen_mode = mode or os.environ.get("OPRAG_OPENAI_MODE", "").strip().lower() or "tools"
+        chosen_mode = mode or config.raw("OPRAG_OPENAI_MODE").lower() or "tools"
         if chosen_mode not in ("tools", "json", "json_schema"):
             raise ValueError(f"OPRAG_OPENAI_MODE must be tools, json or json_schema, not {chosen_mode!r}")
         import instructor
@@ -1251,8 +1251,8 @@ class OpenAICompatibleExtractor(_LLMExtractor):
 
         self.base_url = (
             options.base_url
-            or os.environ.get("OPRAG_OPENAI_BASE_URL", "").strip()
-            or os.environ.get("OPENAI_BASE_URL", "").strip()
+            or config.raw("OPRAG_OPENAI_BASE_URL")
+            or config.raw("OPENAI_BASE_URL")
             or DEFAULT_OPENAI_BASE_URL
         )
         price = resolve_price(model, options.price_per_mtok, "OPRAG_OPENAI_PRICE_PER_MTOK")
@@ -1262,7 +1262,7 @@ class OpenAICompatibleExtractor(_LLMExtractor):
         # The endpoint is not part of the identity: the same model served by Ollama or vLLM answers the same.
         self.version = self._fingerprint(provider="openai-compatible", mode=chosen_mode, temperature=temperature)
 
-        api_key = os.environ.get("OPENAI_API_KEY", "").strip() or OPENAI_PLACEHOLDER_KEY
+        api_key = config.raw("OPENAI_API_KEY") or OPENAI_PLACEHOLDER_KEY
         _register_secret(api_key)
         client = self._sdk_client(openai, openai.OpenAI, api_key=api_key, base_url=self.base_url)
         instructor_mode = {

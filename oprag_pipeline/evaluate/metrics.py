@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import ot
 
 SIGMA_SUPPORT = np.array([-30.0, -20.0, -10.0, 0.0, 10.0, 20.0, 30.0])
 
@@ -93,6 +92,8 @@ def wasserstein1(retrieved: Sequence[float], reference: Sequence[float] | ScoreD
         raise ValueError("the reference distribution is empty")
     if len(retrieved) == 0:
         return float(SIGMA_SUPPORT[-1] - SIGMA_SUPPORT[0])
+    import ot  # here, not at module level: POT imports scipy.stats, ~1 s of every `oprag` command's start
+
     a = np.asarray(retrieved, dtype=np.float64)
     if isinstance(reference, ScoreDistribution):
         return float(ot.wasserstein_1d(a, reference.values, v_weights=reference.weights, p=1))

@@ -274,6 +274,26 @@ def summary_rows(data: dict[str, Any]) -> list[list[str]]:
 
 
 SUMMARY_HEADERS = ["metric (k=20)", *VARIANT_LABELS.values()]
+_BETTER_ARROWS = {"lower": "↓", "higher": "↑"}
+
+
+def compact_summary(rows: list[list[str]]) -> tuple[list[str], list[list[str]], str]:
+    """The summary for a terminal: variant short names, "↓"/"↑" for which way is better, and a legend line that
+    says both, so the table is about half as wide as `SUMMARY_HEADERS` (170 columns) without losing a figure."""
+    suffixes = {f" ({better} is better)": f" {arrow}" for better, arrow in _BETTER_ARROWS.items()}
+    compact_rows = []
+    for label, *cells in rows:
+        for suffix, arrow in suffixes.items():
+            if label.endswith(suffix):
+                label = label[: -len(suffix)] + arrow
+        compact_rows.append([label, *cells])
+    enriched_modes = [SHORT_LABELS[v] for v in VARIANTS if v.startswith("enriched_")]
+    legend = (
+        f"↓ lower is better, ↑ higher; raw = {VARIANT_LABELS['raw']}, split = {VARIANT_LABELS['entity_split']}, "
+        f"enriched = {VARIANT_LABELS['enriched']} (hybrid retrieval), {', '.join(enriched_modes)} = the enriched "
+        "KB with that retrieval"
+    )
+    return ["metric (k=20)", *(SHORT_LABELS[v] for v in VARIANTS)], compact_rows, legend
 
 
 def _plots(data: dict[str, Any], out_dir: Path) -> list[Path]:

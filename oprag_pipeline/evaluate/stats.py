@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -52,6 +51,8 @@ def bootstrap_ci(
     if len(values) < 2 or np.all(values == values[0]):
         mean = float(values.mean()) if len(values) else 0.0
         return mean, mean
+    from scipy import stats  # here, not at module level: scipy.stats costs ~1 s of every `oprag` command's start
+
     result = stats.bootstrap(
         (values,),
         np.mean,
@@ -78,6 +79,8 @@ def compare_paired(
     differences = t - b
     statistic = p_value = None
     if len(differences) and np.any(differences != 0):
+        from scipy import stats
+
         test = stats.wilcoxon(t, b, zero_method="wilcox", alternative="two-sided")
         statistic, p_value = float(test.statistic), float(test.pvalue)
     elif len(differences):

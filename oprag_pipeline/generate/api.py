@@ -14,6 +14,7 @@ from oprag_pipeline.generate.answer import Answer
 from oprag_pipeline.generate.compose import compose_offline
 from oprag_pipeline.generate.context import AnswerContext, DomainKnowledge, gather
 from oprag_pipeline.generate.fidelity import check_quotes
+from oprag_pipeline.index.fairness import DEFAULT_FAIR_WEIGHT
 from oprag_pipeline.index.retrieval import BALANCED, Retriever
 
 WRITERS = ("offline", "anthropic", "openai-compatible")
@@ -61,8 +62,10 @@ def ask(
     data_dir: Path | None = None,
     store: Any = None,
     embedder: Any = None,
+    fair_weight: float = DEFAULT_FAIR_WEIGHT,
 ) -> AskResult:
-    """Answer one question from the domain's warehouse and vector store (opened read-only, closed again)."""
+    """Answer one question from the domain's warehouse and vector store (opened read-only, closed again).
+    `fair_weight` is the source cap's knob of mode "fair" (see index/fairness.py)."""
     from oprag_pipeline.index.vector_store import open_vector_store
     from oprag_pipeline.resources import EmbedderResource
 
@@ -78,7 +81,7 @@ def ask(
             knowledge = DomainKnowledge.load(conn, domain)
             if not knowledge.entities:
                 raise LookupError(f"domain {domain!r} has no entity registry in {warehouse}: run `oprag run` first")
-            retriever = Retriever(store, embedder or EmbedderResource().embedder())
+            retriever = Retriever(store, embedder or EmbedderResource().embedder(), fair_weight=fair_weight)
             context = gather(conn, retriever, knowledge, question, kb=kb, mode=mode or default_mode(kb), k=k)
     finally:
         if own_store:

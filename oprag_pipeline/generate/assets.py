@@ -6,7 +6,6 @@ Thin on purpose: the answers come from `api.answer_in_context`, the figures from
 """
 
 import json
-import os
 import time
 from collections import defaultdict
 
@@ -14,6 +13,7 @@ from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataVa
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline import config as env_config  # `config` is the assets' run config
 from oprag_pipeline.enrich.offline import OfflineExtractor
 from oprag_pipeline.enrich.schema import rounded_cost, total_cost
 from oprag_pipeline.evaluate.metrics import ScoreDistribution
@@ -257,7 +257,7 @@ def answer_preference(
     context: AssetExecutionContext, config: AnswerPreferenceConfig, warehouse: DuckDBResource
 ) -> MaterializeResult:
     domain = context.partition_key
-    judge = config.judge or os.environ.get(JUDGE_ENV, "").strip()
+    judge = config.judge or env_config.raw(JUDGE_ENV)
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         if not judge:

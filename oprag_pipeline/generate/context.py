@@ -14,20 +14,22 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from oprag_pipeline.enrich.documents import TEXT_MARKER
 from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.generate.answer import SIDES
-from oprag_pipeline.index.retrieval import BALANCED, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.index.fairness import source_map
+from oprag_pipeline.index.retrieval import BALANCED, FAIR, OpinionProfile, RetrievedHit, Retriever, attach_opinions
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.registry.store import registry_entities
 
 # The enriched KB embeds rendered metadata before the document's own words ("Entity: …\nText: …"); an answer quotes
 # only the words, which are verbatim from the document.
-ENRICHED_TEXT_MARKER = "Text: "
+ENRICHED_TEXT_MARKER = TEXT_MARKER
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def side_of(sigma: int) -> str:
-    """The side of a σ-score: the sign of the σ-scale (DESIGN.md)."""
+    """The side of a σ-score: the sign of the σ-scale (docs/design.md)."""
     return "positive" if sigma > 0 else "negative" if sigma < 0 else "neutral"
 
 
@@ -169,6 +171,8 @@ def gather(
     opinions are about stands in, and the context says so."""
     if mode == BALANCED and knowledge.domain not in retriever.profiles:
         retriever.profiles[knowledge.domain] = knowledge.profile
+    if mode == FAIR and knowledge.domain not in retriever.sources:
+        retriever.sources[knowledge.domain] = source_map(conn, knowledge.domain)
     hits = retriever.search(knowledge.domain, question, k=k, mode=mode, kb=kb)
     attach_opinions(conn, knowledge.domain, kb, hits)
     passages = to_passages(kb, hits)

@@ -21,7 +21,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-import ot
 
 from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline.evaluate.metrics import SIGMA_SUPPORT, ScoreDistribution
@@ -68,6 +67,8 @@ def w1_between(conveyed: ScoreDistribution, truth: ScoreDistribution) -> float:
         raise ValueError("the reference distribution is empty")
     if len(conveyed) == 0:
         return WORST_W1
+    import ot  # lazily, as in `evaluate.metrics.wasserstein1`
+
     value = ot.wasserstein_1d(conveyed.values, truth.values, u_weights=conveyed.weights, v_weights=truth.weights, p=1)
     return round(float(value), 9)  # identical distributions give 1e-15 of float noise, not a distance
 

@@ -1,7 +1,6 @@
 """Index assets: the raw KB (token chunks), the entity-split KB and the enriched KB, one collection each per domain."""
 
 import json
-import os
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline import config as env_config  # `config` is the assets' run config
 from oprag_pipeline.index.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP, chunk_documents
 from oprag_pipeline.index.sync import SourcePoint, collection_name, sync_collection
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder
@@ -40,14 +40,16 @@ VECTOR_CACHE_ENV = "OPRAG_VECTOR_CACHE_DIR"
 ENRICHED_DENSE_ENV = "OPRAG_ENRICHED_DENSE"
 
 
-def vector_cache_root(data_dir: str | Path) -> Path:
-    """Where embedded vectors are kept for reuse: `OPRAG_VECTOR_CACHE_DIR`, else `vector_cache/` in the data dir."""
-    configured = os.environ.get(VECTOR_CACHE_ENV)
-    return Path(configured).expanduser() if configured else Path(data_dir) / "vector_cache"
+def vector_cache_root(data_dir: str | Path, configured: str | None = None) -> Path:
+    """Where embedded vectors are kept for reuse: `configured` (the embedder resource's field), else
+    `OPRAG_VECTOR_CACHE_DIR`, else `vector_cache/` in the data dir."""
+    if configured:
+        return Path(configured).expanduser()
+    return env_config.value(VECTOR_CACHE_ENV) or Path(data_dir) / "vector_cache"
 
 
 def _encoder(embedder: EmbedderResource, vector_store: VectorStoreResource) -> CachedDenseEncoder:
-    return CachedDenseEncoder(embedder.embedder(), vector_cache_root(vector_store.data_dir))
+    return CachedDenseEncoder(embedder.embedder(), vector_cache_root(vector_store.data_dir, embedder.vector_cache_dir))
 
 
 def _count_check(kb: str, source: str) -> AssetCheckSpec:
@@ -266,9 +268,13 @@ def _index_entity_docs(context, warehouse, embedder, vector_store, *, kb: str, d
             store.close()
 
 
+def _default_dense() -> DenseMode:
+    return env_config.value_or_default(ENRICHED_DENSE_ENV)
+
+
 class EnrichedKbConfig(Config):
     dense: DenseMode = Field(
-        default=os.environ.get(ENRICHED_DENSE_ENV, "joint"),  # type: ignore[arg-type]
+        default=_default_dense(),
         description="'joint': metadata header and text embedded together, as in the reference study. 'composed': "
         "the token-weighted mean of the header's and the text's cached vectors, no encoder pass per document "
         "(benchmarks/bench_pipeline.py measures its top-k overlap with 'joint': 0.35 at k=10 on TripAdvisor, so "

@@ -9,7 +9,17 @@ from pathlib import Path
 
 import duckdb
 
-from oprag_pipeline.index.retrieval import OPINION_MODES, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.enrich.documents import own_words
+from oprag_pipeline.index.fairness import concentration, source_key, source_map
+from oprag_pipeline.index.retrieval import (
+    FAIR,
+    OPINION_MODES,
+    OpinionProfile,
+    RetrievedHit,
+    Retriever,
+    attach_opinions,
+)
+from oprag_pipeline.index.vector_store import RRF_K
 
 SENTIMENTS = ("positive", "neutral", "negative")
 BAR_WIDTH = 30
@@ -36,14 +46,20 @@ def run_query(
     entity: str | None = None,
     profile: Callable[[duckdb.DuckDBPyConnection], OpinionProfile] | None = None,
     footer: Callable[[duckdb.DuckDBPyConnection, str], list[str]] | None = None,
+    fair_weight: float | None = None,
 ) -> str:
     """`profile` builds what balanced mode balances on (default: all-time counts); `footer` adds lines about the
-    focus entity (the analyses' timeline)."""
+    focus entity (the analyses' timeline); `fair_weight` is fair mode's knob (default: the retriever's). Every mode
+    reports how concentrated its hits are on their authors, so a fair list can be set beside a plain one."""
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         build = profile or (lambda c: OpinionProfile.load(c, domain))
         profiles = {domain: build(conn)} if mode in OPINION_MODES else None
-        hits = Retriever(store, embedder, profiles=profiles).search(domain, query, k=k, mode=mode, kb=kb)
+        sources = {domain: source_map(conn, domain)} if mode == FAIR else None
+        hits = Retriever(store, embedder, profiles=profiles, sources=sources).search(
+            domain, query, k=k, mode=mode, kb=kb, fair_weight=fair_weight
+        )
         attach_opinions(conn, domain, kb, hits)
+        spread = concentration(_hit_sources(conn, domain, hits)) if hits else None
         focus = entity or _main_entity(hits)
         corpus = (
             Counter(
@@ -65,9 +81,11 @@ def run_query(
             else None
         )
         footer_lines = footer(conn, focus) if footer and focus else []
-    lines = [f'{len(hits)} hits for "{query}" in {domain}/{kb} ({mode}, k={k})', ""]
+    lines = [f'{len(hits)} hits for "{query}" in {domain}/{kb} ({mode}, k={k})', f"[score]: {score_legend(mode)}", ""]
     for rank, hit in enumerate(hits, start=1):
         lines.extend(_render_hit(rank, hit, kb))
+    if spread:
+        lines += ["", f"Authors: {spread.describe('authors')}"]
     if focus:
         retrieved = Counter(o["sentiment"] for h in hits for o in h.opinions if o["entity_id"] == focus)
         name = focus_name[0] if focus_name else focus
@@ -79,6 +97,27 @@ def run_query(
         lines.append("")
         lines.extend(footer_lines)
     return "\n".join(lines)
+
+
+def score_legend(mode: str) -> str:
+    """What the bracketed number of a hit means in this mode, so a reader can compare hits (and not modes: a cosine
+    and a fused rank score are different scales)."""
+    if mode == "semantic":
+        return "cosine similarity of the question and the text (MiniLM vectors, higher is closer, at most 1)"
+    fused = (
+        f"reciprocal-rank fusion of the dense and BM25 rankings: the sum over both lists of 1/({RRF_K} + position), "
+        f"position 0 for a list's first hit (at most {2 / RRF_K:.3f}: first in both; not comparable across questions)"
+    )
+    if mode == "hybrid":
+        return fused
+    return f"the hit's hybrid score, {fused}; the order is {mode}'s, not the score's"
+
+
+def _hit_sources(conn: duckdb.DuckDBPyConnection, domain: str, hits: Sequence[RetrievedHit]) -> list[str]:
+    """The source (author, or the document itself) of each hit, in hit order."""
+    doc_ids = [str(h.payload.get("doc_id")) for h in hits]
+    sources = source_map(conn, domain, doc_ids)
+    return [sources.get(d) or source_key(d, None) for d in doc_ids]
 
 
 def _main_entity(hits: Sequence[RetrievedHit]) -> str | None:
@@ -97,7 +136,7 @@ def _render_hit(rank: int, hit: RetrievedHit, kb: str) -> list[str]:
     author = ", ".join(f"{k}={v}" for k, v in sorted(hit.author.items())) or "unknown author"
     text = hit.payload.get("text", "")
     if kb == "enriched":
-        text = text.split("Text: ", 1)[-1]
+        text = own_words(text)
     snippet = " ".join(text.split())[:160]
     return [
         f"{rank:>3}. [{hit.score:.3f}] {hit.payload.get('doc_id')}  {opinions}",

@@ -15,9 +15,17 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from oprag_pipeline.enrich.documents import own_words
 from oprag_pipeline.enrich.schema import SIGMA_SCALE
 from oprag_pipeline.index.balancing import proportional_quotas, split_slots
 from oprag_pipeline.index.diversify import DEFAULT_LAMBDA, Candidate, mmr, pm2, sigma_aspect_weights, xquad
+from oprag_pipeline.index.fairness import (
+    DEFAULT_FAIR_WEIGHT,
+    cap_sources,
+    merge_near_duplicates,
+    source_cap,
+    source_key,
+)
 from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import FilterValue, SearchHit, VectorStore
 from oprag_pipeline.registry.matching import AliasMatcher
@@ -28,7 +36,8 @@ MMR, XQUAD, PM2 = "mmr", "xquad", "pm2"  # the literature's diversification base
 DIVERSIFIED = (MMR, XQUAD, PM2)
 OPINION_MODES = (BALANCED, XQUAD, PM2)
 """Modes that read the σ-score payload, which only the enriched KB carries."""
-ALL_MODES = (*MODES, BALANCED, *DIVERSIFIED)
+FAIR = "fair"  # source-fair re-ranking of the hybrid candidates, any KB (see index/fairness.py)
+ALL_MODES = (*MODES, BALANCED, *DIVERSIFIED, FAIR)
 MAX_ENTITIES_PER_QUESTION = 3
 
 
@@ -93,12 +102,16 @@ class Retriever:
         *,
         mmr_lambda: float = DEFAULT_LAMBDA,
         aspect_lambda: float = DEFAULT_LAMBDA,
+        sources: Mapping[str, Mapping[str, str]] | None = None,
+        fair_weight: float = DEFAULT_FAIR_WEIGHT,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.profiles = dict(profiles or {})
         self.mmr_lambda = mmr_lambda
         self.aspect_lambda = aspect_lambda  # λ of xQuAD and PM-2
+        self.sources = dict(sources or {})  # per domain, doc_id → source (`fairness.source_map`), for fair mode
+        self.fair_weight = fair_weight  # fair mode's default `fair_weight`
         self._cache: dict[str, tuple[Any, Any]] = {}
         self._point_vectors: dict[tuple[str, str], np.ndarray] = {}
 
@@ -148,15 +161,22 @@ class Retriever:
         mode: str = "hybrid",
         kb: str = "enriched",
         filters: Mapping[str, FilterValue] | None = None,
+        fair_weight: float | None = None,
     ) -> list[RetrievedHit]:
+        """The k hits of one mode; `fair_weight` (fair mode only) overrides the retriever's default."""
         if mode not in ALL_MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(ALL_MODES)}")
+        if fair_weight is not None and mode != FAIR:
+            raise ValueError(f"fair_weight applies to mode {FAIR!r} only, not {mode!r}")
         if mode in OPINION_MODES and kb != "enriched":
             raise ValueError(f"{mode} retrieval needs the opinion payload of the enriched KB (kb='enriched')")
         if mode == BALANCED:
             return self._balanced(domain, query, k, kb, filters)
         if mode in DIVERSIFIED:
             return self._diversified(domain, query, k, kb, mode, filters)
+        if mode == FAIR:
+            weight = self.fair_weight if fair_weight is None else fair_weight
+            return self._source_fair(domain, query, k, kb, filters, weight)
         dense, sparse = self._vectors(query)
         hits = self._ranked(collection_name(domain, kb), dense=dense, sparse=sparse, k=k, mode=mode, filters=filters)
         return [RetrievedHit(h.id, h.score, dict(h.payload)) for h in hits]
@@ -214,6 +234,41 @@ class Retriever:
             candidates = [Candidate(h.id, h.score, aspect(h)) for h in pool]
             select = xquad if mode == XQUAD else pm2
             chosen = select(candidates, k, weights, lambda_=self.aspect_lambda)
+        return [RetrievedHit(c.point_id, by_id[c.point_id].score, dict(by_id[c.point_id].payload)) for c in chosen]
+
+    def _source_fair(
+        self,
+        domain: str,
+        query: str,
+        k: int,
+        kb: str,
+        filters: Mapping[str, FilterValue] | None,
+        fair_weight: float,
+    ) -> list[RetrievedHit]:
+        """The hybrid candidates (`candidate_pool_size(k)`) with at most `fairness.source_cap(k, w)` hits per
+        source (an author, merged with the authors of near-identical candidate texts); at w = 0 (no cap) exactly
+        the plain hybrid list. Hits keep their hybrid score."""
+        cap = source_cap(k, fair_weight)
+        if cap >= k:
+            return self.search(domain, query, k=k, mode="hybrid", kb=kb, filters=filters)
+        if domain not in self.sources:
+            raise ValueError(f"fair retrieval needs the document sources of domain {domain!r} (Retriever sources)")
+        source_of = self.sources[domain]
+        dense, sparse = self._vectors(query)
+        name = collection_name(domain, kb)
+        pool = self._ranked(name, dense=dense, sparse=sparse, k=candidate_pool_size(k), mode="hybrid", filters=filters)
+        by_id = {h.id: h for h in pool}
+
+        def source(h: SearchHit) -> str:
+            doc_id = str(h.payload.get("doc_id"))
+            return source_of.get(doc_id) or source_key(doc_id, None)
+
+        def words(h: SearchHit) -> str:
+            text = str(h.payload.get("text", ""))
+            return own_words(text) if kb == "enriched" else text  # the metadata header is shared, not copied
+
+        merged = merge_near_duplicates({h.id: source(h) for h in pool}, {h.id: words(h) for h in pool})
+        chosen = cap_sources([Candidate(h.id, h.score, merged[h.id]) for h in pool], k, cap)
         return [RetrievedHit(c.point_id, by_id[c.point_id].score, dict(by_id[c.point_id].payload)) for c in chosen]
 
     def _balanced(

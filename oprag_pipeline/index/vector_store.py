@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import threading
@@ -52,6 +51,8 @@ import numpy as np
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from oprag_pipeline import config
+
 if TYPE_CHECKING:
     import qdrant_edge
     from qdrant_client import QdrantClient
@@ -59,20 +60,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-QDRANT_URL_ENV = "QDRANT_URL"
-QDRANT_API_KEY_ENV = "QDRANT_API_KEY"
 SHARD_NUMBER_ENV = "OPRAG_QDRANT_SHARD_NUMBER"
 REPLICATION_FACTOR_ENV = "OPRAG_QDRANT_REPLICATION_FACTOR"
 QUANTIZATION_ENV = "OPRAG_QDRANT_QUANTIZATION"
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{name}={raw!r}: expected a whole number >= 1")
-    return int(raw)
 
 
 @dataclass(frozen=True)
@@ -103,9 +93,9 @@ class CollectionOptions:
     @classmethod
     def from_env(cls, **overrides: Any) -> CollectionOptions:
         values = {
-            "shard_number": _env_int(SHARD_NUMBER_ENV),
-            "replication_factor": _env_int(REPLICATION_FACTOR_ENV),
-            "quantization": (os.environ.get(QUANTIZATION_ENV) or "").strip().lower() or None,
+            "shard_number": config.value(SHARD_NUMBER_ENV),
+            "replication_factor": config.value(REPLICATION_FACTOR_ENV),
+            "quantization": config.value(QUANTIZATION_ENV),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -150,7 +140,7 @@ _EDGE_UPSERT_BATCH = 1024
 # Optimizing (and flushing) every `_EDGE_OPTIMIZE_EVERY` written points and capping segments at `_EDGE_SEGMENT_KB`
 # keeps every build small: measured on 200k generated points, peak RSS 1.04 GB instead of 2.0 GB without the flush
 # and ~2.5 GB with one build at the end; benchmarks/bench_vector_store.py prints the figures at corpus scale.
-_EDGE_SEGMENT_KB = 150_000
+_EDGE_SEGMENT_KB: int = config.declared("OPRAG_QDRANT_SEGMENT_KB").default
 _EDGE_OPTIMIZE_EVERY = 50_000
 
 
@@ -417,12 +407,12 @@ class EdgeVectorStore:
         self._edge = qdrant_edge
         # Vectors, HNSW graph and payload memory-mapped from disk instead of held in RAM, for collections near the
         # memory limit (env OPRAG_QDRANT_ON_DISK=1; applies to collections created afterwards).
-        self.on_disk = on_disk if on_disk is not None else os.environ.get("OPRAG_QDRANT_ON_DISK", "") == "1"
+        self.on_disk = on_disk if on_disk is not None else config.value("OPRAG_QDRANT_ON_DISK")
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.optimize_on_close = optimize_on_close
         # Segment cap (KB of vector data) for collections created from now on; env OPRAG_QDRANT_SEGMENT_KB.
-        self.max_segment_kb = max_segment_kb or int(os.environ.get("OPRAG_QDRANT_SEGMENT_KB") or _EDGE_SEGMENT_KB)
+        self.max_segment_kb = max_segment_kb or config.value("OPRAG_QDRANT_SEGMENT_KB")
         self.optimize_every = optimize_every
         # Segments below this many KB of vectors are searched exactly and left alone by the optimizer (None: the
         # engine's default, ~10 MB); tests lower it to exercise segment building on a few hundred points.
@@ -915,36 +905,62 @@ class ClientVectorStore:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def open_vector_store(data_dir: Path, url: str | None = None, options: CollectionOptions | None = None) -> VectorStore:
-    """The store the pipeline uses: a Qdrant server when `url` or `QDRANT_URL` is set (with `QDRANT_API_KEY` if
-    present), else the embedded Edge store under `data_dir/qdrant`. The API key is read from the environment only
-    and never logged. `options` (default: from the environment) lay out collections created from now on."""
-    url = url or os.environ.get(QDRANT_URL_ENV) or None
+def open_vector_store(
+    data_dir: Path,
+    url: str | None = None,
+    options: CollectionOptions | None = None,
+    *,
+    api_key: str | None = None,
+    on_disk: bool | None = None,
+    max_segment_kb: int | None = None,
+) -> VectorStore:
+    """The store the pipeline uses: a Qdrant server when `url` or `QDRANT_URL` is set (with `api_key`, else
+    `QDRANT_API_KEY` if present), else the embedded Edge store under `data_dir/qdrant`. The API key is never logged.
+    `options` (default: from the environment) lay out collections created from now on; `on_disk` and
+    `max_segment_kb` (default: from the environment) configure the embedded store."""
+    url = url or config.value("QDRANT_URL")
     options = options or CollectionOptions.from_env()
     if url:
         from qdrant_client import QdrantClient
 
-        api_key = os.environ.get(QDRANT_API_KEY_ENV) or None
+        api_key = api_key or config.secret("QDRANT_API_KEY")
         logger.info("vector store: Qdrant server at %s (api key %s)", _redact_url(url), "set" if api_key else "unset")
         # 60 s rather than the client's 5 s default: `wait=True` writes and payload-index builds on a large
         # collection legitimately take longer than that.
         return ClientVectorStore(QdrantClient(url=url, api_key=api_key, timeout=60), options)
     root = Path(data_dir) / "qdrant"
     logger.info("vector store: embedded Qdrant Edge at %s", root)
-    return EdgeVectorStore(root, options=options)
+    return EdgeVectorStore(root, options=options, on_disk=on_disk, max_segment_kb=max_segment_kb)
 
 
 class VectorStoreResource(ConfigurableResource):
     """Dagster resource for the vector store.
 
-    `url` overrides `QDRANT_URL`; the API key is deliberately not a config field (config is shown in the Dagster UI
-    and stored with runs), it comes from `QDRANT_API_KEY` only. Stores handed out by `open_store` are closed when
-    the step ends (Edge then builds its indexes and flushes), so assets need not close them, though they may.
+    `resources.build_resources` fills the fields from the environment (see `config.py`), so the launchpad shows
+    and overrides them per run. The API key is an `EnvVar("QDRANT_API_KEY")`, never a plain value: config is shown
+    in the Dagster UI and stored with runs, an `EnvVar` only by name. Stores handed out by `open_store` are closed
+    when the step ends (Edge then builds its indexes and flushes), so assets need not close them, though they may.
     """
 
     data_dir: str = Field(description="Data directory; the embedded store lives in its `qdrant/` folder.")
     url: str | None = Field(
         default=None, description="Qdrant server URL; unset uses QDRANT_URL, and if that is unset the embedded store."
+    )
+    api_key: str | None = Field(
+        default=None,
+        description="The server's API key: set it as an EnvVar (env QDRANT_API_KEY), never as a value; unset uses "
+        "QDRANT_API_KEY.",
+    )
+    on_disk: bool | None = Field(
+        default=None,
+        description="New embedded collections keep vectors, HNSW graph and payload memory-mapped on disk "
+        "(unset: env OPRAG_QDRANT_ON_DISK=1, else off).",
+    )
+    max_segment_kb: int | None = Field(
+        default=None,
+        ge=1,
+        description="Largest segment (KB of vectors) of new embedded collections (unset: env "
+        f"OPRAG_QDRANT_SEGMENT_KB, else {_EDGE_SEGMENT_KB}).",
     )
     shard_number: int | None = Field(
         default=None,
@@ -971,7 +987,14 @@ class VectorStoreResource(ConfigurableResource):
 
     def open_store(self) -> VectorStore:
         """Open the configured store (caller may close it; it is closed at teardown anyway)."""
-        store = open_vector_store(Path(self.data_dir), url=self.url, options=self.collection_options())
+        store = open_vector_store(
+            Path(self.data_dir),
+            url=self.url,
+            options=self.collection_options(),
+            api_key=self.api_key,
+            on_disk=self.on_disk,
+            max_segment_kb=self.max_segment_kb,
+        )
         self._opened.append(store)
         return store
 

@@ -13,6 +13,7 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline import config as env_config  # `config` is the asset's run config
 from oprag_pipeline import settings
 from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.ingest import readers, store
@@ -24,10 +25,7 @@ from oprag_pipeline.resources import DataDirResource
 def _default_max_text_chars() -> int:
     """The environment's limit, or the built-in one when it is invalid: definitions must still load (for the UI);
     the CLI refuses the bad value before any run with a one-line message."""
-    try:
-        return settings.max_text_chars()
-    except settings.ConfigError:
-        return settings.DEFAULT_MAX_TEXT_CHARS
+    return env_config.value_or_default("OPRAG_MAX_TEXT_CHARS")
 
 
 class RawDocumentsConfig(Config):

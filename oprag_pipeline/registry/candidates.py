@@ -162,6 +162,11 @@ _LIKERS = frozenset(
     "i we you they he she not n't don't didn't doesn't do did does would really also still just".split()
 )
 _PRONOUNS = frozenset("i you he she it we they this that there who which".split())
+# Particles that English turns a verb into a noun with ("check-in", "checkout", "set-up", "drop-off", "sign-up"):
+# the noun is written hyphenated, closed or open ("check in was quick"), and is one target however written.
+NOUN_PARTICLES = frozenset("in out up off".split())
+_VERB_CONTEXT = frozenset("to will would can could should shall may might must please let lets".split())
+"""Words before which a base form is a verb ("to check in", "we could check in"), not a noun."""
 # Adverbs of degree: English puts an adjective or an adverb after them, never a noun ("so soft", "very stretchy").
 DEGREE_ADVERBS = frozenset("so very too really extremely incredibly fairly somewhat slightly overly super".split())
 # Prepositions of place: a bare proper noun right after one is a place's name ("in Boston", "near Soho", "to
@@ -346,6 +351,26 @@ class TargetMention:
     place_name: bool = False  # a proper noun right after a preposition of place, no determiner: "in Boston"
 
 
+def _particle_compound(word: str) -> bool:
+    """A hyphenated verb-particle noun: "check-in", "drop-off" (a base form, not "checked-in")."""
+    head, _, particle = word.partition("-")
+    return (
+        particle in NOUN_PARTICLES and head.isalpha() and not head.endswith(("ed", "ing")) and "VERB" in _lemmas(head)
+    )
+
+
+def _open_particle_compound(lowered: Sequence[str], j: int, before: str | None) -> bool:
+    """Noun `lowered[j]` and the particle after it are one open compound ("check in was quick", "a smooth check
+    in."): a verb with one of `NOUN_PARTICLES`, then a copula or the end of the clause, not after a subject or "to"
+    (then it is the verb: "we could check in")."""
+    if j + 1 >= len(lowered) or lowered[j + 1] not in NOUN_PARTICLES or before in _PRONOUNS | _VERB_CONTEXT:
+        return False
+    after = _at(lowered, j + 2)
+    if not (after is None or after in COPULAS or after in _CLAUSE_BREAKS or after == ","):
+        return False
+    return lowered[j].isalpha() and "VERB" in _lemmas(lowered[j])
+
+
 def _is_noun(token: str, lowered: str, tag: str, previous: str | None, following: str | None = None) -> bool:
     if not _is_content(token) or lowered in DETERMINERS or lowered in _CONTRACTION_TAILS:
         return False
@@ -357,6 +382,10 @@ def _is_noun(token: str, lowered: str, tag: str, previous: str | None, following
         return False
     if previous == "to" and "VERB" in lemmas:  # "great to work in", "easy to check": the infinitive
         return False
+    if _particle_compound(lowered) and previous not in _PRONOUNS and previous not in _VERB_CONTEXT:
+        # "Check-in was a breeze", "a smooth check-out": the tagger reads the compound as an adjective at the start
+        # of a sentence or after an adjective; English uses it as a noun wherever it is not after a subject or "to".
+        return True
     if lowered.endswith("ing") and following in COPULAS and previous not in _PRONOUNS and previous not in COPULAS:
         # A gerund that is the subject of a copula is a noun: "the waiting was endless", "dining there was a joy",
         # "parking is easy". The progressive ("it is working", "we were waiting") puts the copula before it.
@@ -429,16 +458,21 @@ def target_mentions(text: str) -> list[TargetMention]:
             ):
                 j += 1
             start = max(i, j - MAX_WORDS + 1)
+            joined = _open_particle_compound(lowered, j, previous)
+            last = j + 1 if joined else j  # the particle is part of the name
             opinionated = any(
-                clause[k] == clause[i] and (start - BEFORE <= k < start or j < k <= j + AFTER) for k in opinion_at
+                clause[k] == clause[i] and (start - BEFORE <= k < start or last < k <= last + AFTER)
+                for k in opinion_at
             )
             proper = all(tags[k].startswith("NNP") and tokens[k][:1].isupper() for k in range(start, j + 1))
             words = tuple(lowered[start : j + 1])
+            if joined:
+                words = (*words[:-1], f"{words[-1]}-{lowered[j + 1]}")
             acronym = start == j and _ACRONYM.fullmatch(tokens[j]) is not None
             place_name = proper and start > 0 and lowered[start - 1] in PLACE_PREPOSITIONS
             if not _not_a_target(words[-1]) and len(words[-1]) > 1:
                 found.append(TargetMention(words, opinionated, proper and not acronym, acronym, place_name))
-            i = j + 1
+            i = last + 1
     return found
 
 

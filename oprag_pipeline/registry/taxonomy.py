@@ -19,10 +19,8 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import squareform
 
-from oprag_pipeline.registry.candidates import Candidate, acronym_links, candidate_key
+from oprag_pipeline.registry.candidates import ATTRIBUTES, Candidate, acronym_links, candidate_key
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -191,9 +189,46 @@ def _categories_of(centroids: np.ndarray, tier1_labels: np.ndarray, embed: Embed
     return result
 
 
+def is_adjective_quality(candidate: Candidate) -> bool:
+    """A quality mined from its adjectives alone ("spotless" → cleanliness, "slow" → speed), not a thing named by a
+    noun: its category is known by construction, whatever the embedding of its name says."""
+    adjectives = ATTRIBUTES.get(candidate.key)
+    return bool(adjectives) and bool(candidate.aliases) and all(a in adjectives for a in candidate.aliases)
+
+
+def _file_qualities_under_qualities(
+    ordered: Sequence[Sequence[int]],
+    candidates: Sequence[Candidate],
+    tier1_labels: np.ndarray,
+    tier2_labels: np.ndarray,
+) -> None:
+    """Entities that are adjective qualities go to the "qualities" category (MiniLM put "speed" under price and
+    money: the word alone is ambiguous, its adjectives are not). One sharing a tier 2 with things gets a tier 2 of
+    its own, so every tier 2 stays inside one tier 1. In place."""
+    qualities_category = list(CATEGORIES).index("qualities")
+    quality = [all(is_adjective_quality(candidates[m]) for m in members) for members in ordered]
+    next_label = int(max(tier2_labels, default=0)) + 1
+    for position, is_quality in enumerate(quality):
+        if not is_quality:
+            continue
+        shares = any(
+            not quality[other] and int(tier2_labels[other]) == int(tier2_labels[position])
+            for other in range(len(ordered))
+        )
+        if shares:
+            tier2_labels[position] = next_label
+            next_label += 1
+        tier1_labels[position] = qualities_category
+
+
 def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
     if len(distances) == 1:
         return np.array([1])
+    # imported here: scipy.cluster costs ~0.5 s, and the registry store (which every `oprag` command loads) needs
+    # this module's names, not its clustering
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
     tree = linkage(squareform(distances, checks=False), method="average")
     return fcluster(tree, t=height, criterion="distance")
 
@@ -248,6 +283,7 @@ def build_entities(
         for members in ordered
     ]
     tier1_labels = _categories_of(centroids, tier1_labels, embed)
+    _file_qualities_under_qualities(ordered, candidates, tier1_labels, tier2_labels)
     tier1_names = dict(enumerate(CATEGORIES))
     tier2_names: dict[int, str] = {}
     for position in range(len(ordered)):  # frequency order: a tier 2 is named by its two most discussed entities

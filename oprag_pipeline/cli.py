@@ -524,6 +524,7 @@ def ask_command(
     if fair_weight is not None and mode != "fair":
         raise click.UsageError("--fair-weight applies to --mode fair only")
     from oprag_pipeline.enrich.llm import MissingCredentialsError
+    from oprag_pipeline.enrich.schema import cost_label
     check_configuration(pipeline=False)
     _domain_arguments([domain])
     check_qdrant_reachable()
@@ -550,7 +551,7 @@ def ask_command(
     if answer.input_tokens or answer.output_tokens:
         click.echo(
             f"{answer.writer}: {answer.input_tokens:,} input + {answer.output_tokens:,} output tokens, "
-            f"estimated ${answer.cost_usd:.4f}",
+            f"estimated {cost_label(answer.cost_usd)}",
             err=True,
         )
 

@@ -79,7 +79,8 @@ class Variable:
 RESOURCE_KEYS = ("paths", "warehouse", "embedder", "vector_store", "extractor")
 """The keys of `resources.build_resources()`; any other `field` owner is an asset with run config."""
 
-_EXTRACTORS = ("offline", "anthropic", "openai-compatible")  # enrich.factory.EXTRACTORS checks it is the same
+# enrich.factory.EXTRACTORS checks it is the same
+_EXTRACTORS = ("offline", "anthropic", "anthropic-batch", "openai-compatible")
 
 VARIABLES: tuple[Variable, ...] = (
     # -- where things live ---------------------------------------------------------------------------------------
@@ -100,10 +101,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("OPRAG_MAX_TEXT_CHARS", "int", "longer texts are quarantined", default=100_000, minimum=1,
              field="raw_documents.max_text_chars", check="always"),
     # -- extraction ----------------------------------------------------------------------------------------------
-    Variable("OPRAG_EXTRACTOR", "str", "`offline`, `anthropic` or `openai-compatible`", default="offline",
+    Variable("OPRAG_EXTRACTOR", "str", "`offline`, `anthropic`, `anthropic-batch` or `openai-compatible`",
+             default="offline",
              choices=_EXTRACTORS, field="extractor.kind"),
     Variable("OPRAG_EXTRACT_BATCH_SIZE", "int", "documents per committed extraction batch (the unit of resume)",
-             shown_default="500 (LLM: 20)", minimum=1, field="extractor.batch_size"),
+             shown_default="500 (LLM: 20, `anthropic-batch`: 10000)", minimum=1, field="extractor.batch_size"),
     Variable("OPRAG_OFFLINE_SCORER", "str", "`vader` runs the lexicon baseline instead of the aspect model",
              default="model", choices=("model", "vader"), field="extractor.offline_scorer"),
     Variable("OPRAG_ADAPT", "str",
@@ -112,6 +114,9 @@ VARIABLES: tuple[Variable, ...] = (
              default="none", choices=("none", "ratings", "llm"), field="extractor.adapt"),
     Variable("OPRAG_LLM_TIMEOUT", "float", "seconds per request of the LLM extractors", default=60.0, minimum=0,
              field="extractor.timeout", check="always"),
+    Variable("OPRAG_LLM_BATCH_WAIT", "float",
+             "seconds an `anthropic-batch` run waits for its Message Batch; documents still processing stay pending "
+             "and the next run resumes the batch", default=3600.0, check="always"),
     Variable("ANTHROPIC_API_KEY", "str", "the `anthropic` extractor's API key (its only source)", secret=True,
              check="anthropic"),
     Variable("ANTHROPIC_BASE_URL", "str", "a proxy or gateway for the Anthropic API", secret=False,
@@ -292,8 +297,8 @@ def problems(*, pipeline: bool = True) -> list[str]:
     for variable in VARIABLES:
         if variable.check == kind:
             parsed(variable.name)
-    if kind == "anthropic" and not is_set("ANTHROPIC_API_KEY"):
-        found.append("OPRAG_EXTRACTOR=anthropic needs ANTHROPIC_API_KEY in the environment (it is not set)")
+    if kind in ("anthropic", "anthropic-batch") and not is_set("ANTHROPIC_API_KEY"):
+        found.append(f"OPRAG_EXTRACTOR={kind} needs ANTHROPIC_API_KEY in the environment (it is not set)")
     if kind == "openai-compatible" and not is_set("OPRAG_OPENAI_MODEL"):
         found.append("OPRAG_EXTRACTOR=openai-compatible needs OPRAG_OPENAI_MODEL (the model id to ask)")
     return found

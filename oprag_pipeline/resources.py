@@ -194,6 +194,7 @@ class ExtractorResource(ConfigurableResource):
 
 _KIND_VARIABLES = {
     "anthropic": {"model": "OPRAG_ANTHROPIC_MODEL", "price_per_mtok": "OPRAG_ANTHROPIC_PRICE_PER_MTOK"},
+    "anthropic-batch": {"model": "OPRAG_ANTHROPIC_MODEL", "price_per_mtok": "OPRAG_ANTHROPIC_PRICE_PER_MTOK"},
     "openai-compatible": {
         "model": "OPRAG_OPENAI_MODEL",
         "price_per_mtok": "OPRAG_OPENAI_PRICE_PER_MTOK",
@@ -231,8 +232,8 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
     if by_kind.get("price_per_mtok"):
         by_kind["price_per_mtok"] = ",".join(f"{p:g}" for p in by_kind["price_per_mtok"])
     batch_size = config.value_or_none("OPRAG_EXTRACT_BATCH_SIZE") or (
-        DEFAULT_BATCH_SIZE if kind == "offline" else DEFAULT_LLM_BATCH_SIZE
-    )
+        DEFAULT_BATCH_SIZE if kind == "offline" else 10_000 if kind == "anthropic-batch" else DEFAULT_LLM_BATCH_SIZE
+    )  # anthropic-batch: each committed batch is one Message Batch, so few large ones
     return {
         "paths": DataDirResource(data_dir=str(root)),
         "warehouse": warehouse_resource(warehouse or (settings.warehouse_path(root) if data_dir else None)),

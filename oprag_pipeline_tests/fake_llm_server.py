@@ -38,6 +38,22 @@ POSITIVE = {"great", "friendly", "clean", "excellent", "lovely", "delicious", "c
 NEGATIVE = {"cold", "awful", "rude", "dirty", "slow", "terrible", "bad", "broken", "noisy", "worst", "stale", "late"}
 
 
+# The environment variables that steer the LLM clients: tests clear them so a developer's shell cannot change what
+# they send or expect.
+LLM_ENVIRONMENT = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_BASE_URL",
+    "OPRAG_ANTHROPIC_MODEL",
+    "OPRAG_ANTHROPIC_PRICE_PER_MTOK",
+    "OPRAG_OPENAI_BASE_URL",
+    "OPRAG_OPENAI_MODEL",
+    "OPRAG_OPENAI_MODE",
+    "OPRAG_OPENAI_PRICE_PER_MTOK",
+    "OPRAG_LLM_TIMEOUT",
+)
+
+
 @dataclass(frozen=True)
 class Fault:
     """One scripted misbehaviour; build them with the helpers below."""
@@ -49,14 +65,17 @@ class Fault:
     opinions: tuple[dict[str, Any], ...] = ()
     echo_key: bool = False
     answer: dict[str, Any] | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers, e.g. x-should-retry
 
 
 def rate_limited(retry_after: str | None = "1", retry_after_ms: str | None = None) -> Fault:
     return Fault("rate_limit", status=429, retry_after=retry_after, retry_after_ms=retry_after_ms)
 
 
-def server_error(status: int = 500) -> Fault:
-    return Fault("server_error", status=status)
+def server_error(status: int = 500, should_retry: bool | None = None) -> Fault:
+    """A 5xx; `should_retry` sends the `x-should-retry` header the SDKs obey over their status-code policy."""
+    headers = () if should_retry is None else (("x-should-retry", "true" if should_retry else "false"),)
+    return Fault("server_error", status=status, headers=headers)
 
 
 def hang() -> Fault:
@@ -71,8 +90,9 @@ def schema_invalid() -> Fault:
     return Fault("schema_invalid", status=200)
 
 
-def auth_error(echo_key: bool = False) -> Fault:
-    return Fault("auth_error", status=401, echo_key=echo_key)
+def auth_error(echo_key: bool = False, status: int = 401) -> Fault:
+    """401 (bad key) by default; 403 (no permission) and 404 (unknown model) fail every request the same way."""
+    return Fault("auth_error", status=status, echo_key=echo_key)
 
 
 def extra_opinions(*opinions: dict[str, Any]) -> Fault:
@@ -273,6 +293,12 @@ class FakeLLMServer:
         self.max_in_flight = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # Message Batches: id -> (requests, results as JSONL lines); a batch reads "in_progress" for the first
+        # `batch_polls_before_end` retrieves, as a real batch does for minutes to hours
+        self.batches: dict[str, list[dict[str, Any]]] = {}
+        self._batch_results: dict[str, list[str]] = {}
+        self._batch_polls: dict[str, int] = {}
+        self.batch_polls_before_end = 0
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
 
@@ -282,6 +308,9 @@ class FakeLLMServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 server._handle(self)
+
+            def do_GET(self) -> None:
+                server._handle_get(self)
 
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 return
@@ -392,6 +421,9 @@ class FakeLLMServer:
         raw = handler.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in handler.headers.items()}
         path = handler.path.split("?")[0]
+        if path.endswith("/v1/messages/batches"):
+            self._create_batch(handler, raw)
+            return
         if path.endswith("/v1/messages"):
             api = "anthropic"
         elif path.endswith("/v1/chat/completions"):
@@ -430,15 +462,17 @@ class FakeLLMServer:
             if fault.retry_after_ms is not None:
                 extra["retry-after-ms"] = fault.retry_after_ms
             self._send_error(handler, api, 429, "rate_limit_error", "rate limited: slow down", extra)
+            record.answered = time.monotonic()
             return
         if fault is not None and fault.kind == "server_error":
             kind = "overloaded_error" if fault.status == 529 else "api_error"
-            self._send_error(handler, api, fault.status, kind, "internal server error")
+            self._send_error(handler, api, fault.status, kind, "internal server error", dict(fault.headers))
             return
         if fault is not None and fault.kind == "auth_error":
             key = self._presented_key(api, headers) or ""
             message = f"invalid api key {key}" if fault.echo_key else "invalid api key"
-            self._send_error(handler, api, 401, "authentication_error", message)
+            kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}[fault.status]
+            self._send_error(handler, api, fault.status, kind, message)
             record.answered = time.monotonic()
             return
         if fault is not None and fault.kind == "invalid_json":
@@ -493,6 +527,69 @@ class FakeLLMServer:
             self._send_json(handler, 200, self._anthropic_message(body, answer, input_tokens, output_tokens))
         else:
             self._send_json(handler, 200, self._openai_completion(body, answer, input_tokens, output_tokens))
+
+    # -- Message Batches -------------------------------------------------------------------------------------------
+
+    def _create_batch(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
+        """Answers every request of the batch at once, as `/v1/messages` would (a scripted `server_error` for a
+        document makes its result `errored`); the batch then reads as ended after `batch_polls_before_end` polls."""
+        body = json.loads(raw)
+        batch_id = f"msgbatch_{next(self._ids):06d}"
+        lines = []
+        for item in body["requests"]:
+            params = item["params"]
+            system, message = self._prompt_parts("anthropic", params)
+            doc_id, text = parse_document(message)
+            fault = self._fault_for(doc_id)
+            if fault is not None and fault.kind == "server_error":
+                result: dict[str, Any] = {
+                    "type": "errored",
+                    "error": {"type": "error", "error": {"type": "api_error", "message": "internal server error"}},
+                }
+            else:
+                answer = model_answer(system, text)
+                n_in, n_out = max(1, len(json.dumps(params)) // 4), max(1, len(json.dumps(answer)) // 4)
+                result = {"type": "succeeded", "message": self._anthropic_message(params, answer, n_in, n_out)}
+            lines.append(json.dumps({"custom_id": item["custom_id"], "result": result}))
+        with self._lock:
+            self.batches[batch_id] = list(body["requests"])
+            self._batch_results[batch_id] = lines
+            self._batch_polls[batch_id] = 0
+        self._send_json(handler, 200, self._batch_object(batch_id, ended=False))
+
+    def _batch_object(self, batch_id: str, *, ended: bool) -> dict[str, Any]:
+        results = [json.loads(line)["result"]["type"] for line in self._batch_results[batch_id]]
+        counts = {kind: results.count(kind) if ended else 0 for kind in ("succeeded", "errored", "canceled", "expired")}
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {"processing": 0 if ended else len(results), **counts},
+            "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": "2026-01-01T00:01:00Z" if ended else None,
+            "cancel_initiated_at": None,
+            "archived_at": None,
+            "results_url": f"{self.root_url}/v1/messages/batches/{batch_id}/results" if ended else None,
+        }
+
+    def _handle_get(self, handler: BaseHTTPRequestHandler) -> None:
+        match = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", handler.path.split("?")[0])
+        if match is None or match.group(1) not in self.batches:
+            self._send_json(handler, 404, {"type": "error", "error": {"type": "not_found_error", "message": "no"}})
+            return
+        batch_id = match.group(1)
+        with self._lock:
+            if match.group(2):
+                payload = ("\n".join(self._batch_results[batch_id]) + "\n").encode("utf-8")
+                ended = None
+            else:
+                self._batch_polls[batch_id] += 1
+                ended = self._batch_polls[batch_id] > self.batch_polls_before_end
+        if ended is None:
+            self._send_raw(handler, 200, payload, {"content-type": "application/binary"})
+        else:
+            self._send_json(handler, 200, self._batch_object(batch_id, ended=ended))
 
     @staticmethod
     def _prompt_parts(api: str, body: dict[str, Any]) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from oprag_pipeline.generate.llm_writer import write_with_llm
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, scripted
 from oprag_pipeline_tests.test_generation_units import PASSAGES, context, passage
 
-FAST = {"timeout": 2.0, "backoff_base": 0.01, "backoff_max": 0.05, "validation_retries": 1, "max_attempts": 2}
+FAST = {"timeout": 2.0, "validation_retries": 1, "max_attempts": 2}
 
 
 @pytest.fixture(params=["anthropic", "openai-compatible"])

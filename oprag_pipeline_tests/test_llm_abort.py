@@ -15,7 +15,7 @@ from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, auth_error
 
 ENTITIES = [RegistryEntity("ent-room", "room", ("bedroom",), "rooms", "comfort")]
-FAST = {"timeout": 10.0, "backoff_base": 0.01, "backoff_max": 0.05, "validation_retries": 1, "max_attempts": 3}
+FAST = {"timeout": 10.0, "validation_retries": 1, "max_attempts": 3}
 
 
 def documents(n: int) -> list[DocumentInput]:

@@ -31,7 +31,7 @@ TARGETS = {
     "g3": [("battery", "My battery swelled"), ("customer support team", "Support never answered")],
     "g4": [("Screen", "Great screen"), ("battery", "the battery lasts two days")],
 }
-FAST = {"timeout": 0.5, "backoff_base": 0.01, "backoff_max": 0.05, "validation_retries": 1, "max_attempts": 3}
+FAST = {"timeout": 0.5, "validation_retries": 1, "max_attempts": 3}
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from oprag_pipeline.evaluate.llm_questions import generate_with_llm
 from oprag_pipeline.evaluate.questions import QUESTION_TYPES, QuestionEntity, generate_questions
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, rate_limited, schema_invalid, server_error
 
-FAST = {"timeout": 0.5, "backoff_base": 0.01, "backoff_max": 0.05, "validation_retries": 1, "max_attempts": 3}
+FAST = {"timeout": 0.5, "validation_retries": 1, "max_attempts": 3}
 ENTITIES = [
     QuestionEntity("e1", "breakfast", ("breakfast buffet",), "restaurant"),
     QuestionEntity("e2", "front desk", ("reception",), None),

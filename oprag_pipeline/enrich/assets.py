@@ -12,7 +12,7 @@ from pydantic import Field
 from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.enrich import authors, ratings, store
 from oprag_pipeline.enrich.documents import render_enriched
-from oprag_pipeline.enrich.schema import DocumentInput
+from oprag_pipeline.enrich.schema import DocumentInput, rounded_cost
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.resources import DataDirResource, ExtractorResource
@@ -111,7 +111,7 @@ def opinions(
             "review_queue": counts["review_queue"],
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
-            "estimated_cost_usd": round(engine.estimated_cost_usd(input_tokens, output_tokens), 4),
+            "estimated_cost_usd": rounded_cost(engine.estimated_cost_usd(input_tokens, output_tokens)),
             "seconds": round(elapsed, 2),
             **table_facts,
             **adaptation.metadata(),

@@ -35,10 +35,10 @@ def build_extractor(
     for name, chosen in (("model", model), ("timeout", timeout), ("price_per_mtok", price_per_mtok)):
         if chosen is not None:
             options[name] = chosen
-    if kind == "anthropic":
-        from oprag_pipeline.enrich.llm import AnthropicExtractor
+    if kind in ("anthropic", "anthropic-batch"):
+        from oprag_pipeline.enrich.llm import AnthropicBatchExtractor, AnthropicExtractor
 
-        return AnthropicExtractor(**options)
+        return (AnthropicBatchExtractor if kind == "anthropic-batch" else AnthropicExtractor)(**options)
     if kind == "openai-compatible":
         from oprag_pipeline.enrich.llm import OpenAICompatibleExtractor
 

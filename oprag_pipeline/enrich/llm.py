@@ -12,19 +12,21 @@ Both send one request per document through instructor, so the answer is validate
   *and* whose entity is not mentioned either (the shared matcher of `registry.matching`, as the offline extractor
   finds mentions) is kept but flagged `grounded=False`, so callers can report it instead of
   indexing a hallucination as a good opinion.
-- **One retry policy, owned here.** The SDKs' own retries are switched off (`max_retries=0`), and instructor only
-  re-asks on schema-invalid answers, so the HTTP calls per document are exactly accountable: one per attempt, a new
-  attempt only after a transient fault (429 honouring `retry-after-ms` / `retry-after`, 408/409/5xx, connection
-  errors, timeouts, a non-JSON body), at most `max_attempts`; within an attempt, at most `validation_retries` re-asks
-  of a schema-invalid answer. A document that still fails is returned `failed=True` with a `failure_reason` and
-  stays pending for the next run; one bad document never raises and never takes the batch down. A 429 pauses every
-  worker until its `retry-after` has passed, so the pool does not keep hammering a rate-limited endpoint; a 401, 403
-  or 404 (bad key, no permission, unknown model) stops the batch, as every further request would fail the same way.
-- **Cost visibility.** Token counts of every attempt (failed ones cost too) are summed into the outcome, and
-  `estimated_cost_usd` prices them from a per-model table. Prices are list-price *estimates* in USD per million
-  tokens, current when written; override them with `price_per_mtok=` or `OPRAG_ANTHROPIC_PRICE_PER_MTOK` /
-  `OPRAG_OPENAI_PRICE_PER_MTOK` ("input,output"). Anthropic prompt-cache reads and writes are counted as ordinary
-  input tokens (reads really cost a tenth, writes a quarter more), so over a batch the estimate runs high.
+- **The SDKs' retry policy, plus hooks.** Each SDK retries transport faults itself (408/409/429/5xx, connection
+  errors, timeouts, `retry-after-ms` / `retry-after`, and the server's `x-should-retry`), with `max_retries` =
+  `max_attempts` - 1 and `timeout` from `LLMOptions`; instructor only re-asks a schema-invalid answer, at most
+  `validation_retries` times. What the SDKs lack is added by httpx event hooks on the client they are handed
+  (`_RequestGuard`): a 401, 403 or 404 (bad key, no permission, unknown model) aborts the batch, as every further
+  request would fail the same way; a 429 pauses every worker until its `retry-after` has passed, so the pool does not
+  keep hammering a rate-limited endpoint; a 200 whose JSON body does not parse is retried like a connection error. A
+  document that still fails is returned `failed=True` with a `failure_reason` and stays pending for the next run; one
+  bad document never raises and never takes the batch down.
+- **Cost visibility.** Token counts of every answer (schema-invalid ones cost too) are summed into the outcome, and
+  `estimated_cost_usd` prices them from `llm_models.toml` (list-price *estimates* in USD per million tokens); override
+  them with `price_per_mtok=` or `OPRAG_ANTHROPIC_PRICE_PER_MTOK` / `OPRAG_OPENAI_PRICE_PER_MTOK` ("input,output"). A
+  model the table does not know has an unknown cost (None), never a silent zero. Anthropic prompt-cache reads and
+  writes are counted as ordinary input tokens (reads really cost a tenth, writes a quarter more), so over a batch the
+  estimate runs high.
 - **Cache identity.** `version` hashes the prompt templates, the response schema, the model id and the sampling
   settings, because results are cached by (content hash, registry version, extractor name, extractor version).
 
@@ -35,17 +37,21 @@ extractor, never logged, and are redacted from failure reasons and from the log 
 from __future__ import annotations
 
 import email.utils
+import functools
 import hashlib
 import html
+import importlib.resources
 import json
 import logging
-import random
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+import tomllib
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import pydantic
@@ -297,8 +303,10 @@ def to_opinions(answer: OpinionExtraction, document: DocumentInput, index: Regis
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Prices and model quirks
+# Prices and model quirks: data in llm_models.toml, not code
 # --------------------------------------------------------------------------------------------------------------------
+
+MODELS_FILE = "llm_models.toml"
 
 
 @dataclass(frozen=True)
@@ -312,33 +320,64 @@ class TokenPrice:
         return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1_000_000
 
 
-# Longest prefix wins, so dated snapshots ("claude-sonnet-4-5-20250929") price like their alias.
-ANTHROPIC_PRICES: dict[str, TokenPrice] = {
-    "claude-haiku-4-5": TokenPrice(1.0, 5.0),
-    "claude-sonnet-4": TokenPrice(3.0, 15.0),
-    "claude-sonnet-4-5": TokenPrice(3.0, 15.0),
-    "claude-sonnet-4-6": TokenPrice(3.0, 15.0),
-    "claude-sonnet-5": TokenPrice(2.0, 10.0),
-    "claude-sonnet-5-5": TokenPrice(2.0, 10.0),
-    "claude-opus-4-1": TokenPrice(15.0, 75.0),
-    "claude-opus-4-5": TokenPrice(5.0, 25.0),
-    "claude-opus-4-6": TokenPrice(5.0, 25.0),
-    "claude-opus-4-7": TokenPrice(5.0, 25.0),
-    "claude-opus-4-8": TokenPrice(5.0, 25.0),
-    "claude-opus-5": TokenPrice(5.0, 25.0),
-    "claude-opus-5-5": TokenPrice(4.0, 20.0),
-}
-# Used when a Claude model is missing from the table: better a plausible estimate than a silent zero.
-ANTHROPIC_FALLBACK_PRICE = TokenPrice(3.0, 15.0)
+@dataclass(frozen=True)
+class ModelFacts:
+    """One `[models."…"]` table of llm_models.toml."""
+
+    price: TokenPrice
+    forced_tool: bool = True
 
 
-# Models that answer a forced tool_choice ({"type": "tool"}) with HTTP 400; per Anthropic's notes, Claude Sonnet 5.5
-# does. They get tool_choice "auto" and the prompt's "answer only through the tool"; a text answer is re-asked like
-# any schema-invalid one. Extend as models ship, or pass `force_tool=` explicitly.
-ANTHROPIC_NO_FORCED_TOOL: dict[str, bool] = {"claude-sonnet-5-5": True}
+def parse_model_table(text: str, source: str = MODELS_FILE) -> dict[str, ModelFacts]:
+    """The model table from TOML text; a bad entry raises one line naming the file, the model and the reason."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{source}: not valid TOML: {exc}") from exc
+    models = document.get("models")
+    if not isinstance(models, dict):
+        raise ValueError(f'{source}: no [models."<model id>"] tables')
+    table: dict[str, ModelFacts] = {}
+    for name, entry in models.items():
+        where = f'{source}: [models."{name}"]'
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: must be a table with input and output prices")
+        unknown = set(entry) - {"input", "output", "forced_tool"}
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        prices = []
+        for key in ("input", "output"):
+            value = entry.get(key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{where}: {key} must be a non-negative number of USD per million tokens")
+            prices.append(float(value))
+        forced_tool = entry.get("forced_tool", True)
+        if not isinstance(forced_tool, bool):
+            raise ValueError(f"{where}: forced_tool must be true or false")
+        table[name] = ModelFacts(TokenPrice(*prices), forced_tool)
+    return table
 
 
-def _longest_prefix(model: str, table: dict[str, Any]) -> Any | None:
+@functools.cache
+def model_table() -> dict[str, ModelFacts]:
+    """The packaged llm_models.toml, read once per process."""
+    resource = importlib.resources.files("oprag_pipeline.enrich") / MODELS_FILE
+    return parse_model_table(resource.read_text(encoding="utf-8"), str(resource))
+
+
+@functools.cache
+def batch_price_factor() -> float:
+    """What a Message Batches request costs relative to list price (`[batch] price_factor` of llm_models.toml)."""
+    resource = importlib.resources.files("oprag_pipeline.enrich") / MODELS_FILE
+    factor = tomllib.loads(resource.read_text(encoding="utf-8")).get("batch", {}).get("price_factor")
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 <= factor <= 1:
+        raise ValueError(f"{resource}: [batch] price_factor must be a number between 0 and 1")
+    return float(factor)
+
+
+def model_facts(model: str) -> ModelFacts | None:
+    """Longest prefix wins, so dated snapshots ("claude-sonnet-4-5-20250929") price like their alias."""
+    table = model_table()
     matches = [key for key in table if model == key or model.startswith(key + "-")]
     return table[max(matches, key=len)] if matches else None
 
@@ -352,6 +391,26 @@ def _price_from_env(variable: str) -> TokenPrice | None:
     except ValueError as exc:
         raise ValueError(f"{variable} must be 'input,output' in USD per million tokens, e.g. '3,15'") from exc
     return TokenPrice(input_price, output_price)
+
+
+def resolve_price(model: str, override: tuple[float, float] | None, env_variable: str) -> TokenPrice | None:
+    """`price_per_mtok=`, else the environment, else llm_models.toml; None (cost unknown) when none knows it, so a
+    model missing from the table is reported as of unknown cost rather than as free."""
+    if override is not None:
+        return TokenPrice(*override)
+    price = _price_from_env(env_variable)
+    if price is not None:
+        return price
+    facts = model_facts(model)
+    if facts is None:
+        logger.warning(
+            "no price known for model %s (not in %s, %s unset): its cost is reported as unknown",
+            model,
+            MODELS_FILE,
+            env_variable,
+        )
+        return None
+    return facts.price
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -435,11 +494,10 @@ def _register_secret(secret: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# Failure classification
+# Failure classification: what the SDK raised once its own retries were spent
 # --------------------------------------------------------------------------------------------------------------------
 
-Action = Literal["retry", "fail", "abort"]
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
+Action = Literal["fail", "abort"]
 _ABORT_STATUS = frozenset({401, 403, 404})  # wrong key, no permission, unknown model/path: every document would fail
 
 
@@ -447,7 +505,16 @@ _ABORT_STATUS = frozenset({401, 403, 404})  # wrong key, no permission, unknown 
 class Diagnosis:
     action: Action
     reason: str
-    retry_after: float | None = None
+
+
+class RunAborted(Exception):
+    """Raised by the request hook once the batch is aborted. The concrete class also derives from the SDK's own
+    error base (`anthropic.AnthropicError` / `openai.OpenAIError`), which both SDKs propagate without retrying."""
+
+
+class NotJSONBody(ValueError):
+    """A 2xx answer whose JSON body does not parse (a proxy cutting the body short). Raised inside the HTTP send, so
+    the SDK counts it as a connection error and retries it within `max_attempts`."""
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -460,7 +527,8 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms` (non-standard, precise) or `retry-after` (seconds or an HTTP date)."""
+    """Seconds to wait from `retry-after-ms` (non-standard, precise) or `retry-after` (seconds or an HTTP date),
+    read the way the SDKs read them, for the pause every worker shares."""
     if headers is None:
         return None
     raw_ms = headers.get("retry-after-ms")
@@ -487,43 +555,43 @@ def _validation_summary(exc: pydantic.ValidationError) -> str:
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _status_reason(status: int, error: Any) -> str:
-    """'HTTP 429 rate_limit_error: slow down' from either SDK's error body, else the SDK's own message."""
-    body = getattr(error, "body", None)
+def _body_reason(status: int, body: Any, fallback: str) -> str:
+    """'HTTP 429 rate_limit_error: slow down' from either API's error body, else `fallback`."""
     if isinstance(body, dict):
         detail = body.get("error") if isinstance(body.get("error"), dict) else body
         message = detail.get("message")
         if message:
             kind = detail.get("type")
             return f"HTTP {status} {kind}: {message}" if kind else f"HTTP {status}: {message}"
-    return f"HTTP {status}: {getattr(error, 'message', '') or error}"
+    return f"HTTP {status}: {fallback}"
 
 
 def diagnose(exc: BaseException, *, timeout: float, max_tokens: int) -> Diagnosis:
-    """What to do about one failed attempt: retry it, fail the document, or abort the batch."""
+    """Why a call failed, after the SDK's retries: the document fails, or (bad key, unknown model) the batch aborts."""
     import anthropic
     import openai
     from instructor.core import IncompleteOutputException, ResponseParsingError
 
+    chain = _chain(exc)
+    for cause in chain:  # our own hook errors first: the SDK wraps NotJSONBody in its connection error
+        if isinstance(cause, RunAborted):
+            return Diagnosis("fail", f"batch aborted: {cause}")
+        if isinstance(cause, NotJSONBody):
+            return Diagnosis("fail", str(cause))
     status_errors = (anthropic.APIStatusError, openai.APIStatusError)
     timeout_errors = (anthropic.APITimeoutError, openai.APITimeoutError)
     connection_errors = (anthropic.APIConnectionError, openai.APIConnectionError)
-    for cause in _chain(exc):
+    for cause in chain:
         if isinstance(cause, status_errors):
-            status = cause.status_code
-            reason = _status_reason(status, cause)
-            if status in _RETRYABLE_STATUS or status >= 500:
-                return Diagnosis("retry", reason, parse_retry_after(cause.response.headers))
-            if status in _ABORT_STATUS:
-                return Diagnosis("abort", reason)
-            return Diagnosis("fail", reason)
+            reason = _body_reason(cause.status_code, cause.body, getattr(cause, "message", "") or str(cause))
+            return Diagnosis("abort" if cause.status_code in _ABORT_STATUS else "fail", reason)
         if isinstance(cause, timeout_errors):
-            return Diagnosis("retry", f"request timed out after {timeout:g}s")
+            return Diagnosis("fail", f"request timed out after {timeout:g}s")
         if isinstance(cause, connection_errors):
             detail = cause.__cause__ or cause
-            return Diagnosis("retry", f"connection error: {type(detail).__name__}: {detail}")
+            return Diagnosis("fail", f"connection error: {type(detail).__name__}: {detail}")
         if isinstance(cause, json.JSONDecodeError):
-            return Diagnosis("retry", f"response body is not valid JSON ({cause.msg} at position {cause.pos})")
+            return Diagnosis("fail", f"response body is not valid JSON ({cause.msg} at position {cause.pos})")
         if isinstance(cause, IncompleteOutputException):
             return Diagnosis("fail", f"answer truncated at max_tokens={max_tokens}")
         if isinstance(cause, pydantic.ValidationError):
@@ -531,6 +599,110 @@ def diagnose(exc: BaseException, *, timeout: float, max_tokens: int) -> Diagnosi
         if isinstance(cause, ResponseParsingError):
             return Diagnosis("fail", f"unparseable answer: {cause}")
     return Diagnosis("fail", f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# What the SDKs lack, as httpx event hooks on the client handed to them
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Usage:
+    """HTTP requests (counted by the request hook) and tokens (from instructor's hooks) of one call."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class _CallState:
+    usage: _Usage
+    abort: threading.Event
+    abort_reason: list[str]
+
+
+class _RequestGuard:
+    """Event hooks for the `httpx2.Client` given to the SDK as `http_client`. The SDK keeps its own retry policy
+    (408/409/429/5xx, connection errors, timeouts, `retry-after`, `x-should-retry`); the hooks add what it lacks:
+
+    - a 401, 403 or 404 aborts the batch: every further request, including the SDK's pending retries of other
+      documents, raises `RunAborted` before it is sent (the SDKs never retry their own error types);
+    - a 429 with `retry-after` pauses *every* worker of this client until it has passed (capped at
+      `max_retry_wait`, and the header is capped too so the SDK's own wait never exceeds it);
+    - a 2xx whose JSON body does not parse raises `NotJSONBody`, which the SDK retries as a connection error.
+
+    The SDK calls the hooks in the thread that made the call, so the per-call state (the batch's abort flag, the
+    request count) travels in a thread-local set by `track`.
+    """
+
+    def __init__(self, sdk_error: type[Exception], max_retry_wait: float) -> None:
+        self._aborted: type[RunAborted] = type("RunAborted", (RunAborted, sdk_error), {})
+        self.max_retry_wait = max_retry_wait
+        self._pause_until = 0.0
+        self._pause_lock = threading.Lock()
+        self._local = threading.local()
+
+    @contextmanager
+    def track(self, usage: _Usage, abort: threading.Event, abort_reason: list[str]) -> Iterator[None]:
+        self._local.state = _CallState(usage, abort, abort_reason)
+        try:
+            yield
+        finally:
+            self._local.state = None
+
+    def event_hooks(self) -> dict[str, list[Callable[[Any], None]]]:
+        return {"request": [self.on_request], "response": [self.on_response]}
+
+    def _state(self) -> _CallState | None:
+        return getattr(self._local, "state", None)
+
+    def _raise_if_aborted(self, state: _CallState | None) -> None:
+        if state is not None and state.abort.is_set():
+            raise self._aborted(state.abort_reason[0] if state.abort_reason else "batch aborted")
+
+    def on_request(self, request: Any) -> None:
+        state = self._state()
+        self._raise_if_aborted(state)  # an earlier 401/403/404 means this request would fail too
+        with self._pause_lock:
+            remaining = self._pause_until - time.monotonic()
+        if remaining > 0:
+            time.sleep(remaining)
+            self._raise_if_aborted(state)  # the abort may have come while this worker was paused
+        if state is not None:
+            state.usage.requests += 1
+
+    def on_response(self, response: Any) -> None:
+        status = response.status_code
+        if status == 429:
+            retry_after = parse_retry_after(response.headers)
+            if retry_after is not None:
+                delay = min(retry_after, self.max_retry_wait)
+                with self._pause_lock:  # every worker holds back, not just the one that was told to
+                    self._pause_until = max(self._pause_until, time.monotonic() + delay)
+                if retry_after > delay:
+                    response.headers["retry-after-ms"] = str(int(delay * 1000))
+            return
+        if status in _ABORT_STATUS:
+            response.read()
+            try:
+                body = json.loads(response.content)
+            except ValueError:
+                body = None
+            state = self._state()
+            if state is not None:
+                if not state.abort_reason:
+                    state.abort_reason.append(redact(_body_reason(status, body, response.reason_phrase)))
+                state.abort.set()
+            return
+        if 200 <= status < 300 and "json" in response.headers.get("content-type", ""):
+            response.read()
+            try:
+                json.loads(response.content)
+            except ValueError as exc:
+                position = getattr(exc, "pos", None)
+                where = f" at position {position}" if position is not None else ""
+                raise NotJSONBody(f"response body is not valid JSON ({getattr(exc, 'msg', exc)}{where})") from None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -543,53 +715,63 @@ def _env_float(variable: str, default: float) -> float:
     return float(raw) if raw else default
 
 
-@dataclass
-class _Usage:
-    """Requests and tokens of every attempt for one document, filled by instructor's hooks."""
+@dataclass(frozen=True)
+class LLMOptions:
+    """What both LLM clients take, in one place; the constructors accept these fields as keywords too.
 
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    `timeout` None reads `OPRAG_LLM_TIMEOUT` (default 60 s). `max_attempts` is the HTTP attempts of one request,
+    i.e. the SDK's `max_retries` + 1; `validation_retries` the re-asks of a schema-invalid answer (instructor);
+    `max_retry_wait` caps any `retry-after` a server asks for. `price_per_mtok` (input, output USD per million
+    tokens) overrides the environment and llm_models.toml.
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    max_concurrency: int = 4
+    timeout: float | None = None
+    max_attempts: int = 5
+    validation_retries: int = 2
+    max_retry_wait: float = 120.0
+    max_tokens: int = 4096
+    max_document_chars: int = 30_000
+    price_per_mtok: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1 or self.max_attempts < 1 or self.validation_retries < 0:
+            raise ValueError("max_concurrency and max_attempts must be >= 1, validation_retries >= 0")
+
+    def resolved_timeout(self) -> float:
+        return self.timeout if self.timeout is not None else _env_float("OPRAG_LLM_TIMEOUT", 60.0)
 
 
 class _LLMExtractor:
-    """Batching, concurrency, retries, grounding and accounting; subclasses say how to talk to their API."""
+    """Batching, concurrency, grounding and accounting; subclasses say how to talk to their API."""
 
     name: ClassVar[str]
     version: str
     model: str
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        max_concurrency: int,
-        timeout: float,
-        max_attempts: int,
-        validation_retries: int,
-        backoff_base: float,
-        backoff_max: float,
-        max_retry_wait: float,
-        max_tokens: int,
-        max_document_chars: int,
-        price: TokenPrice,
-    ) -> None:
-        if max_concurrency < 1 or max_attempts < 1 or validation_retries < 0:
-            raise ValueError("max_concurrency and max_attempts must be >= 1, validation_retries >= 0")
+    def __init__(self, options: LLMOptions, model: str, price: TokenPrice | None, sdk_error: type[Exception]) -> None:
+        self.options = options
         self.model = model
-        self.max_concurrency = max_concurrency
-        self.timeout = timeout
-        self.max_attempts = max_attempts
-        self.validation_retries = validation_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self.max_retry_wait = max_retry_wait
-        self.max_tokens = max_tokens
-        self.max_document_chars = max_document_chars
+        self.max_concurrency = options.max_concurrency
+        self.timeout = options.resolved_timeout()
+        self.max_attempts = options.max_attempts
+        self.validation_retries = options.validation_retries
+        self.max_tokens = options.max_tokens
+        self.max_document_chars = options.max_document_chars
         self.price = price
-        self._pause_until = 0.0
-        self._pause_lock = threading.Lock()
-        self._sleep: Callable[[float], None] = time.sleep
+        self._guard = _RequestGuard(sdk_error, options.max_retry_wait)
+
+    def _sdk_client(self, sdk: Any, client_class: type, **arguments: Any) -> Any:
+        """The SDK's client with its own retries (`max_attempts` - 1) and timeout, and the guard's event hooks on the
+        HTTP client it is handed (the SDK's `DefaultHttpxClient` keeps the SDK's connection limits)."""
+        return client_class(
+            timeout=self.timeout,
+            max_retries=self.max_attempts - 1,
+            http_client=sdk.DefaultHttpxClient(event_hooks=self._guard.event_hooks()),
+            **arguments,
+        )
 
     # -- identity ------------------------------------------------------------------------------------------------
 
@@ -607,9 +789,9 @@ class _LLMExtractor:
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode("utf-8")).hexdigest()
         return f"llm1-{digest[:16]}"
 
-    def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float:
-        """An estimate from list prices (see the module docstring); not a bill."""
-        return self.price.cost(input_tokens, output_tokens)
+    def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
+        """An estimate from list prices (see llm_models.toml); not a bill. None: the model's price is unknown."""
+        return None if self.price is None else self.price.cost(input_tokens, output_tokens)
 
     # -- provider hooks ------------------------------------------------------------------------------------------
 
@@ -658,16 +840,18 @@ class _LLMExtractor:
             max_workers=min(self.max_concurrency, max(1, len(documents) - 1)), thread_name_prefix="oprag-llm"
         ) as pool:
             outcomes += list(pool.map(work, documents[1:]))
-        failed = sum(o.failed for o in outcomes)
+        input_tokens = sum(o.input_tokens for o in outcomes)
+        output_tokens = sum(o.output_tokens for o in outcomes)
+        cost = self.estimated_cost_usd(input_tokens, output_tokens)
         logger.info(
-            "%s extractor (%s): %d documents, %d failed, %d input / %d output tokens, ~$%.4f, %.1fs",
+            "%s extractor (%s): %d documents, %d failed, %d input / %d output tokens, %s, %.1fs",
             self.name,
             self.model,
             len(outcomes),
-            failed,
-            sum(o.input_tokens for o in outcomes),
-            sum(o.output_tokens for o in outcomes),
-            self.estimated_cost_usd(sum(o.input_tokens for o in outcomes), sum(o.output_tokens for o in outcomes)),
+            sum(o.failed for o in outcomes),
+            input_tokens,
+            output_tokens,
+            "cost unknown" if cost is None else f"~${cost:.4f}",
             time.monotonic() - started,
         )
         return outcomes
@@ -688,21 +872,15 @@ class _LLMExtractor:
         answer, diagnosis = self._call(
             f"document {document.doc_id}", system, user, OpinionExtraction, usage, abort, abort_reason
         )
+        outcome.input_tokens, outcome.output_tokens = usage.input_tokens, usage.output_tokens
         if answer is not None:
             outcome.opinions = to_opinions(answer, document, index)
-            outcome.input_tokens, outcome.output_tokens = usage.input_tokens, usage.output_tokens
             ungrounded = [o.entity_name for o in outcome.opinions if not o.grounded]
             if ungrounded:
                 logger.warning("document %s: ungrounded opinions flagged: %s", document.doc_id, ", ".join(ungrounded))
             return outcome
         outcome.failed = True
-        reason = (
-            diagnosis.reason
-            if usage.requests == 0
-            else f"{diagnosis.reason} (gave up after {usage.requests} request(s))"
-        )
-        outcome.failure_reason = redact(reason)[:MAX_REASON_CHARS]
-        outcome.input_tokens, outcome.output_tokens = usage.input_tokens, usage.output_tokens
+        outcome.failure_reason = diagnosis.reason
         logger.warning("document %s left pending: %s", document.doc_id, outcome.failure_reason)
         return outcome
 
@@ -716,39 +894,32 @@ class _LLMExtractor:
         abort: threading.Event | None = None,
         abort_reason: list[str] | None = None,
     ) -> tuple[Any | None, Diagnosis]:
-        """One structured answer with the retry policy (backoff, retry-after, abort on auth errors); the answer is
-        None when every attempt failed, and the diagnosis says why."""
+        """One structured answer: the SDK retries transport faults, instructor re-asks schema-invalid answers, the
+        guard's hooks pause and abort. The answer is None when it failed, and the diagnosis (redacted) says why."""
+        abort = abort if abort is not None else threading.Event()
         abort_reason = abort_reason if abort_reason is not None else []
-        diagnosis = Diagnosis("fail", "not attempted")
-        for attempt in range(1, self.max_attempts + 1):
-            if abort is not None and abort.is_set():  # an earlier 401/403/404 means this request would fail too
-                return None, Diagnosis("fail", f"not attempted: {abort_reason[0] if abort_reason else 'aborted'}")
-            self._wait_for_pause()
-            if abort is not None and abort.is_set():  # the abort may have come while this worker was paused
-                return None, Diagnosis("fail", f"not attempted: {abort_reason[0] if abort_reason else 'aborted'}")
-            try:
-                answer = self._create(system, user, self._hooks(usage), self._validation_retrying(), response_model)
-                return answer, diagnosis
-            except Exception as exc:
-                diagnosis = diagnose(exc, timeout=self.timeout, max_tokens=self.max_tokens)
-                if diagnosis.action == "abort":
-                    abort_reason.append(redact(diagnosis.reason))
-                    if abort is not None:
-                        abort.set()
-                    break
-                if diagnosis.action == "fail" or attempt == self.max_attempts:
-                    break
-                delay = self._retry_delay(attempt, diagnosis.retry_after)
-                logger.warning(
-                    "%s: attempt %d/%d failed (%s); retrying in %.2fs",
-                    label,
-                    attempt,
-                    self.max_attempts,
-                    redact(diagnosis.reason)[:200],
-                    delay,
+        if abort.is_set():  # an earlier 401/403/404 means this request would fail too
+            return None, Diagnosis("fail", f"not attempted: {abort_reason[0] if abort_reason else 'batch aborted'}")
+        try:
+            with self._guard.track(usage, abort, abort_reason):
+                answer = self._create(
+                    system, user, self._instructor_hooks(usage), self._validation_retrying(), response_model
                 )
-                self._sleep(delay)
-        return None, diagnosis
+            return answer, Diagnosis("fail", "")
+        except Exception as exc:
+            diagnosis = diagnose(exc, timeout=self.timeout, max_tokens=self.max_tokens)
+            reason = diagnosis.reason
+            if reason.startswith("batch aborted: "):  # the hook stopped it before (another) request was sent
+                cause = reason.removeprefix("batch aborted: ")
+                reason = (
+                    f"stopped after {usage.requests} request(s): {cause}"
+                    if usage.requests
+                    else f"not attempted: {cause}"
+                )
+            elif usage.requests:
+                reason += f" (gave up after {usage.requests} request(s))"
+            logger.debug("%s failed: %s", label, redact(reason)[:200])
+            return None, Diagnosis(diagnosis.action, redact(reason)[:MAX_REASON_CHARS])
 
     def ask(
         self,
@@ -764,17 +935,15 @@ class _LLMExtractor:
         `LLMRequestFailed` (a RuntimeError carrying the tokens spent) on failure. `abort`, shared by the calls of one
         batch, is set by an authentication or unknown-model error so the other calls stop instead of repeating it."""
         usage = _Usage()
-        abort_reason: list[str] = []
-        answer, diagnosis = self._call(
-            label or response_model.__name__, system, user, response_model, usage, abort, abort_reason
-        )
+        answer, diagnosis = self._call(label or response_model.__name__, system, user, response_model, usage, abort)
         if answer is None:
-            raise LLMRequestFailed(redact(diagnosis.reason)[:MAX_REASON_CHARS], usage.input_tokens, usage.output_tokens)
+            raise LLMRequestFailed(diagnosis.reason, usage.input_tokens, usage.output_tokens)
         return answer, usage.input_tokens, usage.output_tokens
 
-    # -- retry plumbing ------------------------------------------------------------------------------------------
+    # -- instructor plumbing -------------------------------------------------------------------------------------
 
-    def _hooks(self, usage: _Usage) -> Any:
+    def _instructor_hooks(self, usage: _Usage) -> Any:
+        """Tokens of every answer, including the schema-invalid ones instructor re-asks: they cost too."""
         from instructor.core.hooks import Hooks
 
         def on_response(response: Any) -> None:
@@ -785,16 +954,12 @@ class _LLMExtractor:
             usage.input_tokens += input_tokens
             usage.output_tokens += output_tokens
 
-        def on_request(*_args: Any, **_kwargs: Any) -> None:
-            usage.requests += 1
-
         hooks = Hooks()
-        hooks.on("completion:kwargs", on_request)
         hooks.on("completion:response", on_response)
         return hooks
 
     def _validation_retrying(self) -> Any:
-        """instructor re-asks only on schema-invalid answers; transport faults come back to our loop."""
+        """instructor re-asks only on schema-invalid answers; transport faults are the SDK's to retry."""
         from instructor.core import ResponseParsingError
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
@@ -804,25 +969,28 @@ class _LLMExtractor:
             reraise=True,
         )
 
-    def _retry_delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            delay = min(retry_after, self.max_retry_wait)
-            with self._pause_lock:  # every worker holds back, not just the one that was told to
-                self._pause_until = max(self._pause_until, time.monotonic() + delay)
-            return delay
-        backoff = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
-        return backoff * (0.5 + random.random() / 2)
-
-    def _wait_for_pause(self) -> None:
-        with self._pause_lock:
-            remaining = self._pause_until - time.monotonic()
-        if remaining > 0:
-            self._sleep(remaining)
-
 
 # --------------------------------------------------------------------------------------------------------------------
 # Anthropic
 # --------------------------------------------------------------------------------------------------------------------
+
+
+def _custom_id(document: DocumentInput) -> str:
+    """A Message Batches custom_id (at most 64 of [A-Za-z0-9_-]) naming the document and its content."""
+    return hashlib.sha256(f"{document.doc_id}\0{document.content_hash}".encode()).hexdigest()[:40]
+
+
+def _empty(document: DocumentInput) -> ExtractionOutcome:
+    return ExtractionOutcome(doc_id=document.doc_id, content_hash=document.content_hash)
+
+
+def _failed(document: DocumentInput, reason: str) -> ExtractionOutcome:
+    return ExtractionOutcome(
+        doc_id=document.doc_id,
+        content_hash=document.content_hash,
+        failed=True,
+        failure_reason=redact(reason)[:MAX_REASON_CHARS],
+    )
 
 
 class AnthropicExtractor(_LLMExtractor):
@@ -841,63 +1009,35 @@ class AnthropicExtractor(_LLMExtractor):
 
     def __init__(
         self,
+        options: LLMOptions | None = None,
         *,
-        model: str | None = None,
-        base_url: str | None = None,
-        max_concurrency: int = 4,
-        timeout: float | None = None,
-        max_attempts: int = 5,
-        validation_retries: int = 2,
-        backoff_base: float = 1.0,
-        backoff_max: float = 30.0,
-        max_retry_wait: float = 120.0,
-        max_tokens: int = 4096,
         force_tool: bool | None = None,
         prompt_cache: bool = True,
-        max_document_chars: int = 30_000,
-        price_per_mtok: tuple[float, float] | None = None,
+        **settings: Any,
     ) -> None:
+        """`settings` are `LLMOptions` fields, applied over `options`."""
+        options = replace(options or LLMOptions(), **settings)
         api_key = config.raw("ANTHROPIC_API_KEY")
         if not api_key:
             raise MissingCredentialsError(
                 "ANTHROPIC_API_KEY is not set: the anthropic extractor reads its API key only from the environment "
                 "(set ANTHROPIC_BASE_URL too to use a proxy or gateway)"
             )
-        chosen_model = model or config.raw("OPRAG_ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
-        if price_per_mtok is not None:
-            price = TokenPrice(*price_per_mtok)
-        else:
-            price = _price_from_env("OPRAG_ANTHROPIC_PRICE_PER_MTOK") or _longest_prefix(chosen_model, ANTHROPIC_PRICES)
-            if price is None:
-                logger.warning(
-                    "no list price known for %s: cost estimates use %s", chosen_model, ANTHROPIC_FALLBACK_PRICE
-                )
-                price = ANTHROPIC_FALLBACK_PRICE
-        super().__init__(
-            model=chosen_model,
-            max_concurrency=max_concurrency,
-            timeout=timeout if timeout is not None else _env_float("OPRAG_LLM_TIMEOUT", 60.0),
-            max_attempts=max_attempts,
-            validation_retries=validation_retries,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            max_retry_wait=max_retry_wait,
-            max_tokens=max_tokens,
-            max_document_chars=max_document_chars,
-            price=price,
-        )
+        import anthropic
+        import instructor
+
+        model = options.model or config.raw("OPRAG_ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
+        price = resolve_price(model, options.price_per_mtok, "OPRAG_ANTHROPIC_PRICE_PER_MTOK")
+        super().__init__(options, model, price, anthropic.AnthropicError)
         if force_tool is None:
-            force_tool = not _longest_prefix(chosen_model, ANTHROPIC_NO_FORCED_TOOL)
+            facts = model_facts(model)
+            force_tool = facts.forced_tool if facts is not None else True
         self.forced_tool = force_tool
         self.prompt_cache = prompt_cache
         self.version = self._fingerprint(provider="anthropic", forced_tool=self.forced_tool)
 
-        import anthropic
-        import instructor
-
         _register_secret(api_key)
-        # max_retries=0: the retry loop above is the only one, so HTTP calls per document are exactly accountable.
-        client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=self.timeout, max_retries=0)
+        client = self._sdk_client(anthropic, anthropic.Anthropic, api_key=api_key, base_url=options.base_url)
         self._instructor = instructor.from_anthropic(client, mode=instructor.Mode.TOOLS)
 
     def _create(
@@ -918,6 +1058,105 @@ class AnthropicExtractor(_LLMExtractor):
             **kwargs,
         )
 
+    # -- Message Batches: bulk extraction at half the price, resumable across runs ----------------------------------
+
+    def extract_batch(
+        self,
+        documents: Sequence[DocumentInput],
+        entities: Sequence[RegistryEntity],
+        ledger_dir: Path,
+        *,
+        poll_seconds: float = 30.0,
+        max_wait: float = 0.0,
+    ) -> list[ExtractionOutcome]:
+        """One outcome per document, in input order, through the Message Batches API.
+
+        The batch id is written to a ledger under `ledger_dir` (keyed by the extractor version, the prompt and the
+        documents' content hashes) before anything is awaited, so a run that stops while the batch is processing
+        resumes it on the next run instead of paying for it twice. Waits up to `max_wait` seconds for the batch to
+        end; if it has not, every document comes back failed ("still processing") and stays pending. There are no
+        re-asks in a batch: a schema-invalid answer fails its document, which the next run sends again.
+        """
+        if not documents:
+            return []
+        system = render_system_prompt(entities, self._answer_instruction())
+        index = RegistryIndex(entities)
+        ids = {_custom_id(d): d for d in documents if d.text.strip()}  # an empty document is not sent
+        if not ids:
+            return [_empty(d) for d in documents]
+        key = hashlib.sha256(
+            json.dumps([self.version, system, sorted(ids)], sort_keys=True).encode("utf-8")
+        ).hexdigest()[:24]
+        ledger = Path(ledger_dir) / f"batch-{key}.json"
+        client = self._instructor.client
+        if ledger.exists():
+            batch_id = json.loads(ledger.read_text(encoding="utf-8"))["batch_id"]
+            logger.info("resuming message batch %s (%d documents) from %s", batch_id, len(ids), ledger)
+        else:
+            requests = [
+                {"custom_id": custom_id, "params": self._batch_params(system, document)}
+                for custom_id, document in ids.items()
+            ]
+            batch_id = client.messages.batches.create(requests=requests).id
+            ledger.parent.mkdir(parents=True, exist_ok=True)
+            ledger.write_text(json.dumps({"batch_id": batch_id, "documents": len(ids)}), encoding="utf-8")
+        deadline = time.monotonic() + max_wait
+        batch = client.messages.batches.retrieve(batch_id)
+        while batch.processing_status != "ended" and time.monotonic() < deadline:
+            time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
+            batch = client.messages.batches.retrieve(batch_id)
+        if batch.processing_status != "ended":
+            reason = f"message batch {batch_id} still processing; the next run resumes it"
+            return [_failed(d, reason) if d.text.strip() else _empty(d) for d in documents]
+        outcomes: dict[str, ExtractionOutcome] = {}
+        for item in client.messages.batches.results(batch_id):
+            document = ids.get(item.custom_id)
+            if document is not None:
+                outcomes[item.custom_id] = self._batch_outcome(document, item.result, index)
+        ledger.unlink(missing_ok=True)  # done: a later run with the same documents starts a new batch
+        return [
+            _empty(d) if not d.text.strip() else outcomes.get(_custom_id(d)) or _failed(d, f"no result in {batch_id}")
+            for d in documents
+        ]
+
+    def _batch_params(self, system: str, document: DocumentInput) -> dict[str, Any]:
+        system_blocks: list[dict[str, Any]] = [{"type": "text", "text": system}]
+        if self.prompt_cache:
+            system_blocks[0]["cache_control"] = {"type": "ephemeral"}
+        tool_name = OpinionExtraction.__name__
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": system_blocks,
+            "messages": [{"role": "user", "content": render_user_prompt(document, self.max_document_chars)}],
+            "tools": [
+                {
+                    "name": tool_name,
+                    "description": OpinionExtraction.__doc__ or tool_name,
+                    "input_schema": OpinionExtraction.model_json_schema(),
+                }
+            ],
+            "tool_choice": {"type": "tool", "name": tool_name} if self.forced_tool else {"type": "auto"},
+        }
+
+    def _batch_outcome(self, document: DocumentInput, result: Any, index: RegistryIndex) -> ExtractionOutcome:
+        if result.type != "succeeded":
+            error = getattr(getattr(result, "error", None), "error", None)
+            detail = f": {getattr(error, 'message', '')}" if error is not None else ""
+            return _failed(document, f"batch request {result.type}{detail}")
+        message = result.message
+        input_tokens, output_tokens = self._usage_of(message)
+        tool_input = next((b.input for b in message.content if getattr(b, "type", "") == "tool_use"), None)
+        try:
+            answer = OpinionExtraction.model_validate(tool_input)
+        except pydantic.ValidationError as exc:
+            outcome = _failed(document, f"schema-invalid answer: {_validation_summary(exc)}")
+        else:
+            outcome = _empty(document)
+            outcome.opinions = to_opinions(answer, document, index)
+        outcome.input_tokens, outcome.output_tokens = input_tokens, output_tokens
+        return outcome
+
     @staticmethod
     def _usage_of(response: Any) -> tuple[int, int]:
         usage = response.usage
@@ -927,6 +1166,43 @@ class AnthropicExtractor(_LLMExtractor):
             + (getattr(usage, "cache_read_input_tokens", None) or 0)
         )
         return int(prompt), int(usage.output_tokens or 0)
+
+
+class AnthropicBatchExtractor(AnthropicExtractor):
+    """`OPRAG_EXTRACTOR=anthropic-batch`: `extract` goes through the Message Batches API (bulk extraction at the
+    batch price, results within 24 h), resumable through a ledger under `<data dir>/llm_batches`. It waits up to
+    `OPRAG_LLM_BATCH_WAIT` seconds (default 3600) per run; documents of a batch still processing stay pending and the
+    next run picks the same batch up. `ask` (registry bootstrap, questions, writing) stays on the Messages API.
+    Same prompts and model as `anthropic`, hence the same name and version: cached extractions are shared."""
+
+    def __init__(
+        self,
+        options: LLMOptions | None = None,
+        *,
+        ledger_dir: Path | None = None,
+        max_wait: float | None = None,
+        poll_seconds: float = 30.0,
+        **settings: Any,
+    ) -> None:
+        super().__init__(options, **settings)
+        if ledger_dir is None:
+            from oprag_pipeline import settings as oprag_settings
+
+            ledger_dir = oprag_settings.data_dir() / "llm_batches"
+        self.ledger_dir = ledger_dir
+        self.max_wait = max_wait if max_wait is not None else _env_float("OPRAG_LLM_BATCH_WAIT", 3600.0)
+        self.poll_seconds = poll_seconds
+
+    def extract(
+        self, documents: Sequence[DocumentInput], entities: Sequence[RegistryEntity]
+    ) -> list[ExtractionOutcome]:
+        return self.extract_batch(
+            documents, entities, self.ledger_dir, poll_seconds=self.poll_seconds, max_wait=self.max_wait
+        )
+
+    def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
+        cost = super().estimated_cost_usd(input_tokens, output_tokens)
+        return None if cost is None else cost * batch_price_factor()
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -945,32 +1221,24 @@ class OpenAICompatibleExtractor(_LLMExtractor):
 
     Environment: `OPRAG_OPENAI_BASE_URL` (else `OPENAI_BASE_URL`, else Ollama's `http://localhost:11434/v1`),
     `OPRAG_OPENAI_MODEL` (required unless `model=` is given), `OPRAG_OPENAI_MODE` (default tools), `OPENAI_API_KEY`
-    (optional: a placeholder is sent when the local server needs none), `OPRAG_OPENAI_PRICE_PER_MTOK` (default free),
-    `OPRAG_LLM_TIMEOUT`.
+    (optional: a placeholder is sent when the local server needs none), `OPRAG_OPENAI_PRICE_PER_MTOK` (else
+    llm_models.toml, else the cost is unknown; "0,0" for a local server), `OPRAG_LLM_TIMEOUT`.
     """
 
     name: ClassVar[str] = "openai-compatible"
 
     def __init__(
         self,
+        options: LLMOptions | None = None,
         *,
-        model: str | None = None,
-        base_url: str | None = None,
         mode: OpenAIMode | None = None,
-        max_concurrency: int = 4,
-        timeout: float | None = None,
-        max_attempts: int = 5,
-        validation_retries: int = 2,
-        backoff_base: float = 1.0,
-        backoff_max: float = 30.0,
-        max_retry_wait: float = 120.0,
-        max_tokens: int = 4096,
         temperature: float | None = 0.0,
-        max_document_chars: int = 30_000,
-        price_per_mtok: tuple[float, float] | None = None,
+        **settings: Any,
     ) -> None:
-        chosen_model = model or config.raw("OPRAG_OPENAI_MODEL")
-        if not chosen_model:
+        """`settings` are `LLMOptions` fields, applied over `options`."""
+        options = replace(options or LLMOptions(), **settings)
+        model = options.model or config.raw("OPRAG_OPENAI_MODEL")
+        if not model:
             raise ValueError(
                 "no model for the openai-compatible extractor: set OPRAG_OPENAI_MODEL (e.g. the name `ollama list` "
                 "shows) or pass model="
@@ -978,40 +1246,25 @@ class OpenAICompatibleExtractor(_LLMExtractor):
         chosen_mode = mode or config.raw("OPRAG_OPENAI_MODE").lower() or "tools"
         if chosen_mode not in ("tools", "json", "json_schema"):
             raise ValueError(f"OPRAG_OPENAI_MODE must be tools, json or json_schema, not {chosen_mode!r}")
+        import instructor
+        import openai
+
         self.base_url = (
-            base_url
+            options.base_url
             or config.raw("OPRAG_OPENAI_BASE_URL")
             or config.raw("OPENAI_BASE_URL")
             or DEFAULT_OPENAI_BASE_URL
         )
-        if price_per_mtok is not None:
-            price = TokenPrice(*price_per_mtok)
-        else:
-            price = _price_from_env("OPRAG_OPENAI_PRICE_PER_MTOK") or TokenPrice(0.0, 0.0)
-        super().__init__(
-            model=chosen_model,
-            max_concurrency=max_concurrency,
-            timeout=timeout if timeout is not None else _env_float("OPRAG_LLM_TIMEOUT", 60.0),
-            max_attempts=max_attempts,
-            validation_retries=validation_retries,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            max_retry_wait=max_retry_wait,
-            max_tokens=max_tokens,
-            max_document_chars=max_document_chars,
-            price=price,
-        )
+        price = resolve_price(model, options.price_per_mtok, "OPRAG_OPENAI_PRICE_PER_MTOK")
+        super().__init__(options, model, price, openai.OpenAIError)
         self.mode: str = chosen_mode
         self.temperature = temperature
         # The endpoint is not part of the identity: the same model served by Ollama or vLLM answers the same.
         self.version = self._fingerprint(provider="openai-compatible", mode=chosen_mode, temperature=temperature)
 
-        import instructor
-        import openai
-
         api_key = config.raw("OPENAI_API_KEY") or OPENAI_PLACEHOLDER_KEY
         _register_secret(api_key)
-        client = openai.OpenAI(api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
+        client = self._sdk_client(openai, openai.OpenAI, api_key=api_key, base_url=self.base_url)
         instructor_mode = {
             "tools": instructor.Mode.TOOLS,
             "json": instructor.Mode.JSON,
@@ -1044,14 +1297,16 @@ class OpenAICompatibleExtractor(_LLMExtractor):
 
 
 __all__ = [
-    "ANTHROPIC_PRICES",
+    "AnthropicBatchExtractor",
     "AnthropicExtractor",
+    "LLMOptions",
     "LLMRequestFailed",
     "MissingCredentialsError",
     "OpenAICompatibleExtractor",
     "OpinionAnswer",
     "OpinionExtraction",
     "TokenPrice",
+    "model_facts",
     "render_system_prompt",
     "render_user_prompt",
     "to_opinions",

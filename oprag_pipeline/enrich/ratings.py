@@ -34,6 +34,7 @@ import duckdb
 import numpy as np
 
 from oprag_pipeline.enrich.aspect_model import LABELS, fit_label_bias, rating_weak_label
+from oprag_pipeline.enrich.schema import rounded_cost
 from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
 from oprag_pipeline.settings import RATED_ASPECTS_FILE
 
@@ -191,7 +192,7 @@ class Adaptation:
     # what labelling the sample cost (the LLM teacher's tokens; zero for ratings)
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
 
     def metadata(self) -> dict[str, Any]:
         """Flat values for the asset's metadata: enough to reproduce the adapted scorer."""
@@ -204,7 +205,7 @@ class Adaptation:
         if self.method == "llm":
             out["adapt_teacher_input_tokens"] = self.input_tokens
             out["adapt_teacher_output_tokens"] = self.output_tokens
-            out["adapt_teacher_cost_usd"] = round(self.cost_usd, 4)
+            out["adapt_teacher_cost_usd"] = rounded_cost(self.cost_usd)
         if self.skipped_reason:
             out["adapt_skipped"] = self.skipped_reason
         return out

@@ -6,7 +6,7 @@ and so the offline extractor cannot drift from them either.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -128,6 +128,26 @@ class Extractor(Protocol):
         """One outcome per input document, in input order; never raises for a single bad document."""
         ...
 
-    def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float:
-        """Zero for local extractors."""
+    def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
+        """Zero for local extractors; None when the model's price is unknown (never a silent zero)."""
         ...
+
+
+def rounded_cost(cost: float | None, digits: int = 4) -> float | None:
+    """A cost estimate for metadata and tables: an unknown cost stays None rather than reading as free."""
+    return None if cost is None else round(cost, digits)
+
+
+def total_cost(costs: Iterable[float | None]) -> float | None:
+    """The sum of cost estimates; unknown as soon as one of them is."""
+    total = 0.0
+    for cost in costs:
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
+def cost_label(cost: float | None) -> str:
+    """'~$0.0123', or 'cost unknown' for a model without a known price."""
+    return "cost unknown" if cost is None else f"~${cost:.4f}"

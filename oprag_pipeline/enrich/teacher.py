@@ -59,7 +59,7 @@ class TeacherSample:
     unanchored_opinions: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the teacher model's price is unknown
 
     def source_counts(self) -> dict[str, int]:
         return {
@@ -112,7 +112,7 @@ def teacher_labelled_mentions(
                 label = LABELS.index(opinion.sentiment)
                 sample.mentions.append(TeacherMention(document.doc_id, opinion.entity_id, document.text, *span, label))
     sample.mentions = sample.mentions[:max_mentions]
-    sample.cost_usd = float(teacher.estimated_cost_usd(sample.input_tokens, sample.output_tokens))
+    sample.cost_usd = teacher.estimated_cost_usd(sample.input_tokens, sample.output_tokens)
     return sample
 
 

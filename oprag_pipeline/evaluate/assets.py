@@ -11,6 +11,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.enrich.schema import rounded_cost
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, load_rated_aspects, map_gold
 from oprag_pipeline.evaluate.grid import (
@@ -237,7 +238,9 @@ def evaluation_questions(
                 "entities_failed": report.failed_entities,
                 "input_tokens": report.input_tokens,
                 "output_tokens": report.output_tokens,
-                "estimated_cost_usd": round(client.estimated_cost_usd(report.input_tokens, report.output_tokens), 4),
+                "estimated_cost_usd": rounded_cost(
+                    client.estimated_cost_usd(report.input_tokens, report.output_tokens)
+                ),
             }
             if report.failed_entities:
                 context.log.warning(

@@ -52,7 +52,7 @@ class Answer:
     flags: list[str] = field(default_factory=list)  # validation problems (LLM writers), never shown as fact
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None: the writer model's price is unknown
 
     def stated_for(self, entity_id: str) -> StatedShares | None:
         return next((s for s in self.stated if s.entity_id == entity_id), None)

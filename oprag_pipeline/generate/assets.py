@@ -15,6 +15,7 @@ from pydantic import Field
 
 from oprag_pipeline import config as env_config  # `config` is the assets' run config
 from oprag_pipeline.enrich.offline import OfflineExtractor
+from oprag_pipeline.enrich.schema import rounded_cost, total_cost
 from oprag_pipeline.evaluate.metrics import ScoreDistribution
 from oprag_pipeline.evaluate.stats import compare_paired
 from oprag_pipeline.generate.answer import Answer
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS generated_answers (
     domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, variant VARCHAR NOT NULL,
     kb VARCHAR NOT NULL, mode VARCHAR NOT NULL, k INTEGER NOT NULL, writer VARCHAR NOT NULL,
     answer_text VARCHAR NOT NULL, answer_json JSON NOT NULL, flags VARCHAR[] NOT NULL, input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL, cost_usd DOUBLE NOT NULL
+    output_tokens BIGINT NOT NULL, cost_usd DOUBLE
 );
 CREATE TABLE IF NOT EXISTS generation_metrics (
     domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, variant VARCHAR NOT NULL, metric VARCHAR NOT NULL,
@@ -60,6 +61,8 @@ CREATE TABLE IF NOT EXISTS answer_preferences (
 def _ensure_tables(conn) -> None:
     for statement in filter(str.strip, DDL.split(";")):
         conn.execute(statement)
+    # cost_usd is NULL for a writer whose price is unknown; warehouses made before that had it NOT NULL
+    conn.execute("ALTER TABLE generated_answers ALTER COLUMN cost_usd DROP NOT NULL")
 
 
 def _replace(conn, table: str, domain: str, rows: list[list]) -> None:
@@ -145,7 +148,7 @@ def generated_answers(
             "flagged_answers": flagged,
             "input_tokens": sum(r[11] for r in rows),
             "output_tokens": sum(r[12] for r in rows),
-            "estimated_cost_usd": round(sum(r[13] for r in rows), 4),
+            "estimated_cost_usd": rounded_cost(total_cost(r[13] for r in rows)),
             "seconds": round(time.perf_counter() - started, 2),
             "sample_answer": MetadataValue.md(sample),
         }
@@ -301,6 +304,6 @@ def answer_preference(
             "ci_high": result.ci_high,
             "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens,
-            "estimated_cost_usd": round(client.estimated_cost_usd(result.input_tokens, result.output_tokens), 4),
+            "estimated_cost_usd": rounded_cost(client.estimated_cost_usd(result.input_tokens, result.output_tokens)),
         }
     )

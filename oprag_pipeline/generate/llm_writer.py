@@ -182,5 +182,5 @@ def write_with_llm(client: Any, context: AnswerContext) -> Answer:
         flags=flags,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        cost_usd=float(client.estimated_cost_usd(input_tokens, output_tokens)),
+        cost_usd=client.estimated_cost_usd(input_tokens, output_tokens),
     )

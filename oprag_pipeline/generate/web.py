@@ -19,6 +19,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from oprag_pipeline import settings
+from oprag_pipeline.enrich.schema import cost_label
 from oprag_pipeline.generate.answer import SIDES, Answer
 from oprag_pipeline.generate.api import AskResult, ask
 from oprag_pipeline.generate.context import AnswerContext, side_of
@@ -132,7 +133,7 @@ def answer_panel(title: str, result: AskResult) -> str:
     flags = "".join(f"<li>{e(f)}</li>" for f in answer.flags)
     usage = (
         f"<p class='usage'>{answer.input_tokens:,} input + {answer.output_tokens:,} output tokens, "
-        f"about ${answer.cost_usd:.4f}</p>"
+        f"{cost_label(answer.cost_usd)}</p>"
         if answer.input_tokens or answer.output_tokens
         else ""
     )

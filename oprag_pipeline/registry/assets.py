@@ -10,6 +10,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.enrich.schema import cost_label
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry import store
 from oprag_pipeline.registry.candidates import Candidate, mine_candidates
@@ -17,7 +18,7 @@ from oprag_pipeline.registry.llm_bootstrap import bootstrap_candidates
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, update_registry
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
 
-LLM_EXTRACTORS = ("anthropic", "openai-compatible")
+LLM_EXTRACTORS = ("anthropic", "anthropic-batch", "openai-compatible")
 
 SAMPLE_SQL = """
 WITH docs AS (
@@ -165,7 +166,8 @@ def entity_candidates(
         context.log.info(
             f"{domain}: LLM bootstrap: {bootstrap.targets_proposed} targets proposed, {bootstrap.targets_ungrounded} "
             f"not grounded in their document (dropped), {bootstrap.failed_documents} documents failed, "
-            f"{bootstrap.input_tokens:,} + {bootstrap.output_tokens:,} tokens, ~${bootstrap.estimated_cost_usd:.4f}"
+            f"{bootstrap.input_tokens:,} + {bootstrap.output_tokens:,} tokens, "
+            f"{cost_label(bootstrap.estimated_cost_usd)}"
         )
     return MaterializeResult(metadata=metadata)
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from oprag_pipeline.enrich.schema import rounded_cost
 from oprag_pipeline.registry.candidates import DETERMINERS, Candidate, candidate_key
 from oprag_pipeline.registry.matching import locate_phrase
 
@@ -90,7 +91,7 @@ class BootstrapResult:
     targets_ungrounded: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    estimated_cost_usd: float = 0.0
+    estimated_cost_usd: float | None = 0.0  # None: the model's price is unknown
     failures: list[str] = field(default_factory=list)  # one reason per failed document (redacted, capped)
     ungrounded_examples: list[str] = field(default_factory=list)
 
@@ -103,7 +104,7 @@ class BootstrapResult:
             "targets_ungrounded": self.targets_ungrounded,
             "llm_input_tokens": self.input_tokens,
             "llm_output_tokens": self.output_tokens,
-            "llm_estimated_cost_usd": round(self.estimated_cost_usd, 6),
+            "llm_estimated_cost_usd": rounded_cost(self.estimated_cost_usd, 6),
         }
 
 

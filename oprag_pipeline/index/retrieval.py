@@ -183,9 +183,10 @@ class Retriever:
     def _vectors_of(self, name: str, hits: Sequence[SearchHit]) -> list[np.ndarray]:
         """Unit dense vectors of retrieved points: the stored vector the engine returned with the hit (what it
         ranked with, and free to read), else — a backend that returns none — the point's text embedded, once per
-        retriever. The embedder is deterministic, so with the default joint embedding the two agree up to float
-        rounding; for points indexed with composed vectors (`index.assets`, dense="composed") only the stored one
-        is exact."""
+        retriever. With the default joint embedding the two agree to float rounding, but a re-embedded vector
+        shifts a little with the batch it is embedded in (cosine ~0.9999 on the demo), so MMR near-ties can fall
+        differently with the order questions come in; the stored vector is the same whatever the order, and for
+        points indexed with composed vectors (`index.assets`, dense="composed") it is the only exact one."""
         missing = [h for h in hits if h.vector is None and (name, h.id) not in self._point_vectors]
         if missing:
             vectors = self.embedder.embed_dense([str(h.payload.get("text", "")) for h in missing])

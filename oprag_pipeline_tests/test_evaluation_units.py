@@ -17,7 +17,7 @@ from oprag_pipeline.evaluate.questions import (
     with_article,
 )
 from oprag_pipeline.evaluate.scoring import score_grid
-from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
+from oprag_pipeline.evaluate.selection import EntityStats, GoldSupport, choose_evaluation_entities
 from oprag_pipeline.evaluate.sql_models import compile_test, load_models, sql_literal
 
 # --- selection ---------------------------------------------------------------------------------------------------
@@ -49,6 +49,56 @@ def test_an_entity_with_no_possible_partner_gets_none() -> None:
         [stats("e1", "room", "room", "room", 40, 1.0)], min_entropy=0.6, min_mentions=1, max_entities=5
     )
     assert chosen[0].comparison_id is None and chosen[0].comparison_name is None
+
+
+def test_disputed_entities_with_gold_come_first_where_the_domain_has_gold() -> None:
+    candidates = [
+        stats("e1", "lobby", "building", "public areas", 90, 0.9),
+        stats("e2", "lift", "building", "public areas", 85, 1.0),
+        stats("e3", "parking", "access", "parking", 70, 1.1),
+        stats("e4", "sauna", "leisure", "spa", 40, 0.8),
+        stats("e5", "minibar", "room", "minibar", 30, 1.2),
+        stats("e6", "garden", "leisure", "outdoors", 60, 0.2),  # gold, but the corpus does not dispute it
+        stats("e7", "terrace", "leisure", "outdoors", 25, 0.9),
+    ]
+    gold = {
+        "e2": GoldSupport(12, 7, 5),  # enough, both sides
+        "e4": GoldSupport(30, 20, 10),
+        "e5": GoldSupport(9, 5, 4),  # one short of enough
+        "e3": GoldSupport(40, 40, 0),  # plenty, but no negative label: no dispute in gold
+        "e6": GoldSupport(50, 25, 25),
+    }
+    plain = choose_evaluation_entities(candidates, min_entropy=0.6, min_mentions=20, max_entities=3)
+    assert [e.entity_id for e in plain] == ["e1", "e3", "e4"]  # by mentions, one per tier-2 group first
+    chosen = choose_evaluation_entities(
+        candidates, min_entropy=0.6, min_mentions=20, max_entities=3, gold=gold, min_gold_mentions=10
+    )
+    # the gold-backed disputed entities (most mentioned first), then the rest in the plain order; e1 shares the
+    # lift's tier-2 group, so the next group (parking) comes before it
+    assert [e.entity_id for e in chosen] == ["e2", "e4", "e3"]
+    everything = choose_evaluation_entities(
+        candidates, min_entropy=0.6, min_mentions=20, max_entities=10, gold=gold, min_gold_mentions=10
+    )
+    assert [e.entity_id for e in everything] == ["e2", "e4", "e1", "e3", "e5", "e7"]  # the undisputed garden never
+    # with a looser gold threshold the minibar qualifies too
+    looser = choose_evaluation_entities(
+        candidates, min_entropy=0.6, min_mentions=20, max_entities=3, gold=gold, min_gold_mentions=9
+    )
+    assert [e.entity_id for e in looser] == ["e2", "e4", "e5"]
+
+
+def test_without_usable_gold_the_choice_is_the_plain_one() -> None:
+    candidates = [
+        stats("e1", "lobby", "building", "public areas", 90, 0.9),
+        stats("e2", "lift", "building", "public areas", 85, 1.0),
+        stats("e3", "parking", "access", "parking", 70, 1.1),
+        stats("e4", "sauna", "leisure", "spa", 40, 0.8),
+    ]
+    plain = choose_evaluation_entities(candidates, min_entropy=0.6, min_mentions=20, max_entities=3)
+    for gold in ({}, {"e2": GoldSupport(3, 2, 1)}, {"e3": GoldSupport(50, 0, 50)}, {"e9": GoldSupport(50, 20, 30)}):
+        assert choose_evaluation_entities(
+            candidates, min_entropy=0.6, min_mentions=20, max_entities=3, gold=gold, min_gold_mentions=10
+        ) == plain, gold
 
 
 # --- questions ---------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from oprag_pipeline.cli import main
 from oprag_pipeline.definitions import ALL_ASSETS
 from oprag_pipeline.demo import generate_demo
 from oprag_pipeline.index.sync import collection_name
-from oprag_pipeline.index.vector_store import EdgeVectorStore
+from oprag_pipeline.index.vector_store import EdgeVectorStore, SearchHit
 from oprag_pipeline_tests.conftest import materialize_domain
 
 # End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
@@ -122,6 +122,45 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     assert misuse.exit_code != 0 and "--mode groups" in misuse.output
     missing = CliRunner().invoke(main, ["query", "x", "--domain", "nowhere"])
     assert missing.exit_code != 0 and "materialize the index first" in missing.output
+
+
+class VectorlessStore:
+    """The real store with the stored vectors taken off every hit: a backend that returns none, which makes the
+    retriever embed the candidates' texts again (its fallback)."""
+
+    def __init__(self, store: EdgeVectorStore) -> None:
+        self.store = store
+
+    def search(self, name: str, **kwargs) -> list[SearchHit]:
+        return [SearchHit(h.id, h.score, h.payload) for h in self.store.search(name, **kwargs)]
+
+
+def test_mmr_on_stored_vectors_selects_what_re_embedding_selects(indexed) -> None:
+    """MMR reads the candidates' vectors back from the engine instead of embedding their texts again; on the
+    demo's real index (joint MiniLM vectors) both give the same selection."""
+    import duckdb
+
+    from oprag_pipeline.embeddings import OfflineEmbedder
+    from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
+
+    data_dir, _, _ = indexed
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        profile = OpinionProfile.load(conn, "hotels")
+    store = EdgeVectorStore(data_dir / "qdrant")
+    try:
+        embedder = OfflineEmbedder()
+        stored = Retriever(store, embedder, profiles={"hotels": profile}, mmr_lambda=0.5)
+        embedded = Retriever(VectorlessStore(store), embedder, profiles={"hotels": profile}, mmr_lambda=0.5)
+        questions = ["what do guests think of the breakfast?", "is the room clean?", "how is the wifi?"]
+        for question in questions:
+            for k in (10, 20):
+                ids = [h.point_id for h in stored.search("hotels", question, k=k, mode="mmr", kb="enriched")]
+                again = [h.point_id for h in embedded.search("hotels", question, k=k, mode="mmr", kb="enriched")]
+                assert len(ids) == k and ids == again, (question, k)
+        assert not stored._point_vectors  # nothing was embedded: every candidate came with its vector
+        assert embedded._point_vectors  # the fallback did embed
+    finally:
+        store.close()
 
 
 def test_sync_reads_a_source_twice_and_writes_in_batches(tmp_path: Path) -> None:

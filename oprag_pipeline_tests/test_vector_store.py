@@ -235,6 +235,23 @@ def test_hybrid_with_an_empty_sparse_query_falls_back_to_dense_ranking(store: Ve
     assert ids(hits)[:2] == [CORPUS.id(NEAR), CORPUS.id(SECOND)]
 
 
+def test_hits_carry_their_stored_dense_vector_only_when_asked(store: VectorStore) -> None:
+    by_id = {p.id: p.dense for p in CORPUS.points}
+    for hits in (
+        semantic(store, k=5, with_vectors=True),
+        hybrid(store, ([RARE_TERM], [1.0]), k=5, with_vectors=True),
+    ):
+        assert len(hits) == 5
+        for h in hits:
+            assert h.vector is not None and h.vector.shape == (DIM,)
+            # the engine keeps cosine vectors normalised; the corpus's already are, so it is the indexed vector
+            np.testing.assert_allclose(h.vector, by_id[h.id], atol=1e-6)
+    assert all(h.vector is None for h in semantic(store, k=5))
+    assert all(h.vector is None for h in hybrid(store, ([RARE_TERM], [1.0]), k=5))
+    # a hit with a vector still equals the same hit without one (the vector is not part of its identity)
+    assert semantic(store, k=5, with_vectors=True) == semantic(store, k=5)
+
+
 def test_filters_restrict_before_the_top_k_cut(store: VectorStore) -> None:
     negative = semantic(store, k=10, filters={"sentiment": "negative"})
     assert len(negative) == 10

@@ -28,7 +28,7 @@ from oprag_pipeline.evaluate.llm_questions import generate_with_llm
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.questions import QuestionEntity, generate_all
 from oprag_pipeline.evaluate.scoring import score_grid
-from oprag_pipeline.evaluate.selection import EntityStats, choose_evaluation_entities
+from oprag_pipeline.evaluate.selection import EntityStats, GoldSupport, choose_evaluation_entities, gold_supports
 from oprag_pipeline.evaluate.stats import compare_clustered, holm
 from oprag_pipeline.index.diversify import DEFAULT_LAMBDA
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
@@ -113,6 +113,11 @@ class EvaluationEntitiesConfig(Config):
     min_entropy: float = Field(default=0.6, description="Least sentiment entropy H(e) in bits (genuine dispute).")
     min_mentions: int = Field(default=20, description="Least opinions an entity needs for a corpus distribution.")
     max_entities: int = Field(default=10, description="Most entities evaluated (the most disputed first).")
+    min_gold_mentions: int = Field(
+        default=10,
+        description="Where the domain has gold labels, disputed entities with at least this many gold mentions, "
+        "positive and negative ones among them, are evaluated first (W1 to gold exists only for them).",
+    )
 
 
 def _distributions(rows) -> dict[str, ScoreDistribution]:
@@ -128,9 +133,10 @@ def _distributions(rows) -> dict[str, ScoreDistribution]:
     group_name=GROUP,
     kinds={"duckdb"},
     pool="warehouse",
-    deps=["entity_opinion_stats", "entity_registry"],
-    description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions; the most mentioned first), "
-    "each with a comparison partner from the same branch of the taxonomy.",
+    deps=["entity_opinion_stats", "entity_registry", "gold_opinions"],
+    description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions; the most mentioned first, "
+    "those gold labels support before the rest where the domain has gold), each with a comparison partner from the "
+    "same branch of the taxonomy.",
 )
 def evaluation_entities(
     context: AssetExecutionContext, config: EvaluationEntitiesConfig, warehouse: DuckDBResource
@@ -146,11 +152,26 @@ def evaluation_entities(
                 [domain],
             ).fetchall()
         ]
+        gold = {
+            entity_id: GoldSupport(int(n), int(positive), int(negative))
+            for entity_id, n, positive, negative in conn.execute(
+                """SELECT entity_id, count(*), count(*) FILTER (WHERE sentiment_intensity > 0),
+                          count(*) FILTER (WHERE sentiment_intensity < 0)
+                   FROM gold_opinions WHERE domain = ? GROUP BY entity_id""",
+                [domain],
+            ).fetchall()
+        }
         _, registry = registry_entities(conn, domain)
         aliases = {e.entity_id: list(e.aliases) for e in registry}
         chosen = choose_evaluation_entities(
-            stats, min_entropy=config.min_entropy, min_mentions=config.min_mentions, max_entities=config.max_entities
+            stats,
+            min_entropy=config.min_entropy,
+            min_mentions=config.min_mentions,
+            max_entities=config.max_entities,
+            gold=gold,
+            min_gold_mentions=config.min_gold_mentions,
         )
+        gold_backed = [e for e in chosen if gold_supports(gold, e.entity_id, config.min_gold_mentions)]
         rows = [
             [
                 domain,
@@ -173,12 +194,22 @@ def evaluation_entities(
             f"({len(stats)} entities); the evaluation will be empty"
         )
     table = report_writer.markdown_table(
-        ["entity", "mentions", "H(e) bits", "compared with"],
-        [[e.entity_name, e.mentions, round(e.entropy_bits, 2), e.comparison_name] for e in chosen],
+        ["entity", "mentions", "H(e) bits", "gold mentions (+/−)", "compared with"],
+        [
+            [
+                e.entity_name,
+                e.mentions,
+                round(e.entropy_bits, 2),
+                f"{g.mentions} ({g.positive}/{g.negative})" if (g := gold.get(e.entity_id)) else "—",
+                e.comparison_name,
+            ]
+            for e in chosen
+        ],
     )
     return MaterializeResult(
         metadata={
             "entities": len(chosen),
+            "entities_with_gold": len(gold_backed),
             "candidates": len(stats),
             "entity_table": MetadataValue.md(table),
         }

@@ -8,11 +8,16 @@ The candidates are the registry's entities, and the registry holds only what opi
 `registry.candidates`): "stay", "weekend" or "my wife" never reach this stage, so no stop list is needed here.
 What this module adds is spread: when slots are scarce, they go to different tier-2 groups first, so the questions
 ask about several targets ("breakfast", "wifi", "front desk") rather than two names of one area ("food", "dishes").
+
+Where the domain has gold labels (`evaluate.gold`), the headline metric is W1 to gold, and it exists only for
+entities the labels cover. So the disputed entities gold supports — enough gold mentions, and both a positive and a
+negative one, so the gold distribution has a dispute to reproduce too — take the slots first; the other disputed
+entities fill what is left. A domain without gold, or where gold supports none of them, gets the plain choice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -24,6 +29,19 @@ class EntityStats:
     tier2_name: str | None
     mentions: int
     entropy_bits: float
+
+
+@dataclass(frozen=True)
+class GoldSupport:
+    """An entity's gold labels: how many documents label it, and how many of those positively and negatively."""
+
+    mentions: int
+    positive: int
+    negative: int
+
+    def supports(self, min_mentions: int) -> bool:
+        """Enough gold for a distribution (`min_mentions`), with both sides of the dispute present."""
+        return self.mentions >= min_mentions and self.positive > 0 and self.negative > 0
 
 
 @dataclass(frozen=True)
@@ -39,9 +57,16 @@ class EvaluationEntity:
 
 
 def choose_evaluation_entities(
-    stats: Sequence[EntityStats], *, min_entropy: float, min_mentions: int, max_entities: int
+    stats: Sequence[EntityStats],
+    *,
+    min_entropy: float,
+    min_mentions: int,
+    max_entities: int,
+    gold: Mapping[str, GoldSupport] | None = None,
+    min_gold_mentions: int = 10,
 ) -> list[EvaluationEntity]:
-    """Disputed entities, the most talked-about first (ties: higher entropy, then id — deterministic).
+    """Disputed entities, the most talked-about first (ties: higher entropy, then id — deterministic); where `gold`
+    supports some of them (`GoldSupport.supports(min_gold_mentions)`), those first and the rest after them.
 
     Among entities over the entropy threshold, ranking by mentions rather than by entropy matters on real text:
     the very highest entropies belong to vague nouns ("work", "matter", "idea") whose extracted sentiment is close
@@ -55,7 +80,11 @@ def choose_evaluation_entities(
         (s for s in eligible if s.entropy_bits >= min_entropy),
         key=lambda s: (-s.mentions, -round(s.entropy_bits, 9), s.entity_id),
     )
-    chosen = _spread_over_groups(ranked, max_entities)
+    backed = [s for s in ranked if gold_supports(gold, s.entity_id, min_gold_mentions)]
+    first = _spread_over_groups(backed, max_entities)
+    backed_ids = {s.entity_id for s in backed}
+    rest = [s for s in ranked if s.entity_id not in backed_ids]
+    chosen = first + _spread_over_groups(rest, max_entities - len(first), {_group(e) for e in first})
     by_mentions = sorted(eligible, key=lambda s: (-s.mentions, s.entity_id))
     result = []
     for entity in chosen:
@@ -75,14 +104,26 @@ def choose_evaluation_entities(
     return result
 
 
-def _spread_over_groups(ranked: Sequence[EntityStats], limit: int) -> list[EntityStats]:
-    """The first `limit` of `ranked`, taking one entity per tier-2 group before a second of any group, returned in
-    the ranked order."""
+def gold_supports(gold: Mapping[str, GoldSupport] | None, entity_id: str, min_mentions: int) -> bool:
+    """Whether gold labels support measuring W1 to gold on the entity (see `GoldSupport.supports`)."""
+    support = (gold or {}).get(entity_id)
+    return support is not None and support.supports(min_mentions)
+
+
+def _group(entity: EntityStats) -> str:
+    return entity.tier2_name or entity.entity_id
+
+
+def _spread_over_groups(
+    ranked: Sequence[EntityStats], limit: int, taken: set[str] | frozenset[str] = frozenset()
+) -> list[EntityStats]:
+    """The first `limit` of `ranked`, taking one entity per tier-2 group before a second of any group (a group in
+    `taken` already has one), returned in the ranked order."""
     first: list[EntityStats] = []
     rest: list[EntityStats] = []
-    groups: set[str] = set()
+    groups: set[str] = set(taken)
     for entity in ranked:
-        group = entity.tier2_name or entity.entity_id
+        group = _group(entity)
         (rest if group in groups else first).append(entity)
         groups.add(group)
     picked = {id(e) for e in [*first, *rest][:limit]}

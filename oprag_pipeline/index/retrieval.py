@@ -124,11 +124,13 @@ class Retriever:
         k: int,
         mode: str,
         filters: Mapping[str, FilterValue] | None,
+        with_vectors: bool = False,
     ) -> list[SearchHit]:
-        """The top k in `deterministic_order`. The engine cuts at its limit with ties in any order, so ask for
-        more than k and widen until the k-th score is strictly above the last one returned: then every point tied
-        with the k-th is in hand and the cut by point id is reproducible. The hybrid prefetch depth stays the one
-        a k query uses, so widening changes which fused points are seen, not how they are scored."""
+        """The top k in `deterministic_order` (with their stored dense vectors when `with_vectors`). The engine cuts
+        at its limit with ties in any order, so ask for more than k and widen until the k-th score is strictly above
+        the last one returned: then every point tied with the k-th is in hand and the cut by point id is
+        reproducible. The hybrid prefetch depth stays the one a k query uses, so widening changes which fused points
+        are seen, not how they are scored."""
         fetch = 2 * k
         while True:
             hits = deterministic_order(
@@ -140,6 +142,7 @@ class Retriever:
                     mode=mode,
                     filters=filters,
                     prefetch_limit=candidate_pool_size(k) if mode == "hybrid" else None,
+                    with_vectors=with_vectors,
                 )
             )
             if len(hits) < fetch or hits[k - 1].score > hits[-1].score:
@@ -190,17 +193,26 @@ class Retriever:
         profile = self.profiles[domain]
         return [e for e in profile.finder.entities_in(query) if profile.sigma_counts.get(e)][:MAX_ENTITIES_PER_QUESTION]
 
+    @staticmethod
+    def _unit(v: Any) -> np.ndarray:
+        """`v` in float64 scaled to length 1 (a zero vector stays zero), so cosines are plain dot products."""
+        v = np.asarray(v, dtype=np.float64)
+        norm = np.linalg.norm(v)
+        return v / norm if norm else v
+
     def _vectors_of(self, name: str, hits: Sequence[SearchHit]) -> list[np.ndarray]:
-        """Unit dense vectors of retrieved points, from the text they were indexed with (the embedder is
-        deterministic, so this is the stored vector), each embedded once per retriever."""
-        missing = [h for h in hits if (name, h.id) not in self._point_vectors]
+        """Unit dense vectors of retrieved points: the stored vector the engine returned with the hit (what it
+        ranked with, and free to read), else — a backend that returns none — the point's text embedded, once per
+        retriever. With the default joint embedding the two agree to float rounding, but a re-embedded vector
+        shifts a little with the batch it is embedded in (cosine ~0.9999 on the demo), so MMR near-ties can fall
+        differently with the order questions come in; the stored vector is the same whatever the order, and for
+        points indexed with composed vectors (`index.assets`, dense="composed") it is the only exact one."""
+        missing = [h for h in hits if h.vector is None and (name, h.id) not in self._point_vectors]
         if missing:
             vectors = self.embedder.embed_dense([str(h.payload.get("text", "")) for h in missing])
             for h, v in zip(missing, vectors, strict=True):
-                v = np.asarray(v, dtype=np.float64)
-                norm = np.linalg.norm(v)
-                self._point_vectors[(name, h.id)] = v / norm if norm else v
-        return [self._point_vectors[(name, h.id)] for h in hits]
+                self._point_vectors[(name, h.id)] = self._unit(v)
+        return [self._unit(h.vector) if h.vector is not None else self._point_vectors[(name, h.id)] for h in hits]
 
     def _diversified(
         self, domain: str, query: str, k: int, kb: str, mode: str, filters: Mapping[str, FilterValue] | None
@@ -210,11 +222,18 @@ class Retriever:
         hybrid list, as balanced retrieval does. Hits keep their hybrid score; their order is the re-ranker's."""
         dense, sparse = self._vectors(query)
         name = collection_name(domain, kb)
-        pool = self._ranked(name, dense=dense, sparse=sparse, k=candidate_pool_size(k), mode="hybrid", filters=filters)
+        pool = self._ranked(
+            name,
+            dense=dense,
+            sparse=sparse,
+            k=candidate_pool_size(k),
+            mode="hybrid",
+            filters=filters,
+            with_vectors=mode == MMR,  # only MMR compares candidates with one another
+        )
         by_id = {h.id: h for h in pool}
         if mode == MMR:
-            q = np.asarray(dense, dtype=np.float64)
-            q = q / (np.linalg.norm(q) or 1.0)
+            q = self._unit(dense)
             candidates = [
                 Candidate(h.id, float(np.dot(q, v)), vector=v)
                 for h, v in zip(pool, self._vectors_of(name, pool), strict=True)

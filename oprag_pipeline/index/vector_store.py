@@ -170,11 +170,17 @@ class IndexPoint:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One retrieved point: id (canonical UUID string), engine score (cosine, or RRF sum in hybrid mode), payload."""
+    """One retrieved point: id (canonical UUID string), engine score (cosine, or RRF sum in hybrid mode), payload,
+    and its stored dense vector when the search asked for it (`with_vectors=True`) and the engine returned one.
+
+    The engine keeps cosine vectors normalised, so `vector` is the unit vector the point was indexed with; None
+    means "not returned" (a re-ranker then embeds the point's text instead). Hits compare without it.
+    """
 
     id: str
     score: float
     payload: dict[str, Any]
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @runtime_checkable
@@ -221,8 +227,11 @@ class VectorStore(Protocol):
         mode: SearchMode,
         filters: Mapping[str, FilterValue] | None = None,
         prefetch_limit: int | None = None,
+        with_vectors: bool = False,
     ) -> list[SearchHit]:
-        """Top-k hits, best first: semantic = dense only; hybrid = dense and sparse prefetches fused by RRF."""
+        """Top-k hits, best first: semantic = dense only; hybrid = dense and sparse prefetches fused by RRF.
+        `with_vectors` also returns each hit's stored dense vector (`SearchHit.vector`), for re-rankers that
+        compare hits with one another (MMR) and would otherwise have to embed their texts again."""
         ...
 
     def indexed_fields(self, name: str) -> dict[str, str]:
@@ -275,6 +284,16 @@ def _sparse_lists(sparse: SparseInput) -> tuple[list[int], list[float]]:
     if np.unique(idx).size != idx.size:  # qdrant rejects these; Edge would silently keep both: reject everywhere
         raise ValueError("sparse indices must be unique")
     return idx.tolist(), val.tolist()
+
+
+def _stored_dense(vector: Any) -> np.ndarray | None:
+    """The dense vector of a returned point, from what either engine gives back: a dict of named vectors (both do
+    for a named-vector collection), a bare list (an unnamed one), or None when vectors were not asked for."""
+    if isinstance(vector, Mapping):
+        vector = vector.get(DENSE_VECTOR)
+    if vector is None or not isinstance(vector, Sequence | np.ndarray) or len(vector) == 0:
+        return None
+    return np.asarray(vector, dtype=np.float32)
 
 
 def _check_query(
@@ -596,6 +615,7 @@ class EdgeVectorStore:
         mode: SearchMode,
         filters: Mapping[str, FilterValue] | None = None,
         prefetch_limit: int | None = None,
+        with_vectors: bool = False,
     ) -> list[SearchHit]:
         shard = self._shard(name)
         dense_q, sparse_q = _check_query(mode, dense, sparse, k)
@@ -604,9 +624,12 @@ class EdgeVectorStore:
             return []
         e = self._edge
         flt = self._filter(terms)  # type: ignore[arg-type]
+        wanted_vectors: bool | list[str] = [DENSE_VECTOR] if with_vectors else False  # never the sparse one
         dense_query = e.Query.Nearest(dense_q, using=DENSE_VECTOR)
         if mode == "semantic":
-            request = e.QueryRequest(limit=k, query=dense_query, filter=flt, with_payload=True, with_vector=False)
+            request = e.QueryRequest(
+                limit=k, query=dense_query, filter=flt, with_payload=True, with_vector=wanted_vectors
+            )
         else:
             limit = _prefetch_limit(k, prefetch_limit)
             prefetches = [e.Prefetch(limit=limit, query=dense_query, filter=flt)]
@@ -619,9 +642,12 @@ class EdgeVectorStore:
                 query=e.Fusion.Rrf(k=RRF_K),
                 filter=flt,
                 with_payload=True,
-                with_vector=False,
+                with_vector=wanted_vectors,
             )
-        return [SearchHit(str(p.id), float(p.score), dict(p.payload or {})) for p in shard.query(request)]
+        return [
+            SearchHit(str(p.id), float(p.score), dict(p.payload or {}), _stored_dense(p.vector))
+            for p in shard.query(request)
+        ]
 
     def indexed_fields(self, name: str) -> dict[str, str]:
         return self._read_indexes(self._shard(name))
@@ -839,6 +865,7 @@ class ClientVectorStore:
         mode: SearchMode,
         filters: Mapping[str, FilterValue] | None = None,
         prefetch_limit: int | None = None,
+        with_vectors: bool = False,
     ) -> list[SearchHit]:
         _check_name(name)
         dense_q, sparse_q = _check_query(mode, dense, sparse, k)
@@ -848,10 +875,17 @@ class ClientVectorStore:
             return []
         m = self._models
         flt = self._filter(terms)  # type: ignore[arg-type]
+        wanted_vectors: bool | list[str] = [DENSE_VECTOR] if with_vectors else False  # never the sparse one
         with self._existing(name):
             if mode == "semantic":
                 response = self.client.query_points(
-                    name, query=dense_q, using=DENSE_VECTOR, query_filter=flt, limit=k, with_payload=True
+                    name,
+                    query=dense_q,
+                    using=DENSE_VECTOR,
+                    query_filter=flt,
+                    limit=k,
+                    with_payload=True,
+                    with_vectors=wanted_vectors,
                 )
             else:
                 limit = _prefetch_limit(k, prefetch_limit)
@@ -866,8 +900,12 @@ class ClientVectorStore:
                     query_filter=flt,
                     limit=k,
                     with_payload=True,
+                    with_vectors=wanted_vectors,
                 )
-        return [SearchHit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        return [
+            SearchHit(str(p.id), float(p.score), dict(p.payload or {}), _stored_dense(p.vector))
+            for p in response.points
+        ]
 
     def indexed_fields(self, name: str) -> dict[str, str]:
         _check_name(name)

@@ -213,5 +213,9 @@ def test_report_command_prints_the_path_and_summary(evaluated, monkeypatch: pyte
     assert "materializing" not in result.output  # the report already exists in Dagster: it is only rendered
     assert result.exit_code == 0, result.output
     assert str(data_dir / "reports" / DOMAIN) in result.output
-    assert "W1 to gold distribution" in result.output and "enriched, balanced" in result.output
+    assert "W1 to gold distribution ↓" in result.output and "↓ lower is better" in result.output
     assert f"{DOMAIN}: " in result.output and "Holm p" in result.output  # the verdict
+    table = [line for line in result.output.splitlines() if line.startswith(("metric (k=20)", "W1 to gold"))]
+    assert table and max(len(line.rstrip()) for line in table) <= 80  # CliRunner's terminal: 80 columns
+    wide = CliRunner().invoke(main, ["--data-dir", str(data_dir), "report", "--domain", DOMAIN, "--wide"])
+    assert wide.exit_code == 0 and "enriched, balanced" in wide.output and "(lower is better)" in wide.output

@@ -20,6 +20,7 @@ from dagster import DagsterInstance, DagsterRunStatus
 
 from oprag_pipeline import runner
 from oprag_pipeline.cli import main
+from oprag_pipeline.runner import writer_busy
 from oprag_pipeline_tests.conftest import CHECKOUT, write_lines
 
 # End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
@@ -129,7 +130,9 @@ def test_run_killed_with_sigkill_is_marked_failed_by_the_next_run(data_dir: Path
     while run_id is None:
         assert victim.poll() is None and time.monotonic() < deadline, "the run ended before it could be killed"
         time.sleep(0.5)
-        if (home / "dagster.yaml").exists():
+        # Only once the victim holds the writer lock: `oprag run` creates the instance's storage before it takes the
+        # lock, and opening the instance while its SQLite migrations run can fail the victim (seen under load).
+        if writer_busy(data_dir) is not None:
             try:
                 with DagsterInstance.from_config(str(home)) as instance:
                     started = instance.get_run_records()

@@ -31,10 +31,9 @@ from oprag_pipeline.evaluate.selection import EntityStats, GoldSupport, choose_e
 from oprag_pipeline.evaluate.stats import compare_clustered, holm
 from oprag_pipeline.index.diversify import DEFAULT_LAMBDA
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
-from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
-from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
+from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource, VectorStoreResource
 from oprag_pipeline.schema import rounded_cost
 
 GROUP = "evaluation"

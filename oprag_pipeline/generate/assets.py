@@ -23,9 +23,8 @@ from oprag_pipeline.generate.context import DomainKnowledge, gather
 from oprag_pipeline.generate.fidelity import answer_fidelity, conveyed_distribution, read_back
 from oprag_pipeline.generate.judge import PairToJudge, judge_pairs
 from oprag_pipeline.index.retrieval import BALANCED, Retriever
-from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
-from oprag_pipeline.resources import EmbedderResource
+from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
 from oprag_pipeline.schema import rounded_cost, total_cost
 
 GROUP = "generation"

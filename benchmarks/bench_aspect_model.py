@@ -54,9 +54,9 @@ from oprag_pipeline.enrich.aspect_model import (  # noqa: E402
     pad_batch,
 )
 from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer  # noqa: E402
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity, sentiment_intensity  # noqa: E402
 from oprag_pipeline.enrich.train_aspect_model import metrics, read_mams  # noqa: E402
 from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS as ASPECT_TERMS  # noqa: E402
+from oprag_pipeline.schema import DocumentInput, RegistryEntity, sentiment_intensity  # noqa: E402
 
 # TripAdvisor's <Rating> columns: Overall, Value, Rooms, Location, Cleanliness, Check-in/front desk, Service, Business
 RATING_COLUMN = {"value": 1, "rooms": 2, "location": 3, "cleanliness": 4, "checkin": 5, "service": 6}

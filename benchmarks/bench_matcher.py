@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity  # noqa: E402
+from oprag_pipeline.schema import DocumentInput, RegistryEntity  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 SAMPLE_DOCS = 300  # the extraction sample's default size

@@ -43,12 +43,12 @@ from pathlib import Path
 
 import duckdb
 
-from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.registry import assets as registry_assets
 from oprag_pipeline.registry.candidates import ATTRIBUTES, candidate_key, mine_candidates
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.registry.taxonomy import update_registry
 from oprag_pipeline.resources import EmbedderResource
+from oprag_pipeline.schema import RegistryEntity
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent.parent / "shared" / "data"

@@ -524,7 +524,7 @@ def ask_command(
     if fair_weight is not None and mode != "fair":
         raise click.UsageError("--fair-weight applies to --mode fair only")
     from oprag_pipeline.enrich.llm import MissingCredentialsError
-    from oprag_pipeline.enrich.schema import cost_label
+    from oprag_pipeline.schema import cost_label
     check_configuration(pipeline=False)
     _domain_arguments([domain])
     check_qdrant_reachable()

@@ -1,5 +1,5 @@
 """Resources shared by every stage: the data directory, the DuckDB warehouse, the embedder, the extractor and the
-vector store (defined with its adapters in `index/vector_store.py`).
+vector store (whose adapters, and the Qdrant libraries, load only when a store is opened).
 
 `build_resources` fills their fields from the environment when the definitions load (every variable and the field
 it feeds are declared in `config.py`), so the launchpad shows what the environment chose and can override any field
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster.components.lib.sql_component.sql_client import SQLClient
@@ -21,7 +21,9 @@ from pydantic import Field, PrivateAttr
 
 from oprag_pipeline import config, settings
 from oprag_pipeline.enrich import ratings
-from oprag_pipeline.index.vector_store import VectorStoreResource  # the Qdrant resource, next to its adapters
+
+if TYPE_CHECKING:
+    from oprag_pipeline.index.vector_store import CollectionOptions, VectorStore
 
 
 class DataDirResource(ConfigurableResource):
@@ -261,3 +263,80 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
             **by_kind,
         ),
     }
+
+
+class VectorStoreResource(ConfigurableResource):
+    """Dagster resource for the vector store (its adapters are in `index/vector_store.py`).
+
+    It imports the adapters only when a store is opened, so stages that never touch vectors (ingest, registry)
+    do not load the vector-store module or the Qdrant libraries.
+
+    `resources.build_resources` fills the fields from the environment (see `config.py`), so the launchpad shows
+    and overrides them per run. The API key is an `EnvVar("QDRANT_API_KEY")`, never a plain value: config is shown
+    in the Dagster UI and stored with runs, an `EnvVar` only by name. Stores handed out by `open_store` are closed
+    when the step ends (Edge then builds its indexes and flushes), so assets need not close them, though they may.
+    """
+
+    data_dir: str = Field(description="Data directory; the embedded store lives in its `qdrant/` folder.")
+    url: str | None = Field(
+        default=None, description="Qdrant server URL; unset uses QDRANT_URL, and if that is unset the embedded store."
+    )
+    api_key: str | None = Field(
+        default=None,
+        description="The server's API key: set it as an EnvVar (env QDRANT_API_KEY), never as a value; unset uses "
+        "QDRANT_API_KEY.",
+    )
+    on_disk: bool | None = Field(
+        default=None,
+        description="New embedded collections keep vectors, HNSW graph and payload memory-mapped on disk "
+        "(unset: env OPRAG_QDRANT_ON_DISK=1, else off).",
+    )
+    max_segment_kb: int | None = Field(
+        default=None,
+        ge=1,
+        description="Largest segment (KB of vectors) of new embedded collections (unset: env "
+        "OPRAG_QDRANT_SEGMENT_KB, else the embedded store's default).",
+    )
+    shard_number: int | None = Field(
+        default=None,
+        description="Shards per new collection on a Qdrant server/cluster "
+        "(unset: OPRAG_QDRANT_SHARD_NUMBER, else the server's default).",
+    )
+    replication_factor: int | None = Field(
+        default=None,
+        description="Replicas per shard on a Qdrant cluster "
+        "(unset: OPRAG_QDRANT_REPLICATION_FACTOR, else the server's default).",
+    )
+    quantization: str | None = Field(
+        default=None,
+        description="'int8': an 8-bit copy of the dense vectors in RAM (unset: OPRAG_QDRANT_QUANTIZATION).",
+    )
+
+    _opened: list[VectorStore] = PrivateAttr(default_factory=list)
+
+    def collection_options(self) -> CollectionOptions:
+        """The resource's fields, where set, over the environment's settings."""
+        from oprag_pipeline.index.vector_store import CollectionOptions
+
+        return CollectionOptions.from_env(
+            shard_number=self.shard_number, replication_factor=self.replication_factor, quantization=self.quantization
+        )
+
+    def open_store(self) -> VectorStore:
+        """Open the configured store (caller may close it; it is closed at teardown anyway)."""
+        from oprag_pipeline.index.vector_store import open_vector_store
+
+        store = open_vector_store(
+            Path(self.data_dir),
+            url=self.url,
+            options=self.collection_options(),
+            api_key=self.api_key,
+            on_disk=self.on_disk,
+            max_segment_kb=self.max_segment_kb,
+        )
+        self._opened.append(store)
+        return store
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        while self._opened:
+            self._opened.pop().close()

@@ -13,8 +13,8 @@ from dagster import AssetKey, EnvVar, asset, materialize
 from oprag_pipeline import accelerators, config, embeddings
 from oprag_pipeline.enrich import factory, llm, ratings
 from oprag_pipeline.index import assets as index_assets
-from oprag_pipeline.index.vector_store import EdgeVectorStore, VectorStoreResource
-from oprag_pipeline.resources import ExtractorResource, build_resources
+from oprag_pipeline.index.vector_store import EdgeVectorStore
+from oprag_pipeline.resources import ExtractorResource, VectorStoreResource, build_resources
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 SCANNED = ("oprag_pipeline", "benchmarks", "scripts")

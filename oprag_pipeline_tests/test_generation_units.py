@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.generate.answer import Answer, Quote, StatedShares
 from oprag_pipeline.generate.compose import MAX_QUOTES_PER_SIDE, PLAIN_PASSAGES, compose_offline, percents
 from oprag_pipeline.generate.context import AnswerContext, CorpusDistribution, Passage, PassageOpinion
@@ -22,6 +21,7 @@ from oprag_pipeline.generate.fidelity import (
     read_back,
     w1_between,
 )
+from oprag_pipeline.schema import RegistryEntity
 
 BREAKFAST = RegistryEntity("e1", "breakfast", ("breakfast buffet",))
 PARKING = RegistryEntity("e2", "parking", ("car park",))

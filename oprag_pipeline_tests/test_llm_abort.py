@@ -11,7 +11,7 @@ import secrets
 import pytest
 
 from oprag_pipeline.enrich.llm import AnthropicExtractor
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
+from oprag_pipeline.schema import DocumentInput, RegistryEntity
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, auth_error
 
 ENTITIES = [RegistryEntity("ent-room", "room", ("bedroom",), "rooms", "comfort")]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from oprag_pipeline.enrich.llm import AnthropicExtractor
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
+from oprag_pipeline.schema import DocumentInput, RegistryEntity
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, server_error
 
 ENTITIES = [

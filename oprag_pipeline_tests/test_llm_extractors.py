@@ -22,8 +22,8 @@ from oprag_pipeline.enrich.llm import (
     RegistryIndex,
     to_opinions,
 )
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline.registry.matching import locate_quote
+from oprag_pipeline.schema import DocumentInput, RegistryEntity
 from oprag_pipeline_tests.fake_llm_server import (
     LLM_ENVIRONMENT,
     FakeLLMServer,

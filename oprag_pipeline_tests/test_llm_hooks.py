@@ -22,7 +22,7 @@ from oprag_pipeline.enrich.llm import (
     model_facts,
     parse_model_table,
 )
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity, cost_label, total_cost
+from oprag_pipeline.schema import DocumentInput, RegistryEntity, cost_label, total_cost
 from oprag_pipeline_tests.fake_llm_server import (
     LLM_ENVIRONMENT,
     FakeLLMServer,

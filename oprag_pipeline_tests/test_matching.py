@@ -6,10 +6,10 @@ import pytest
 
 from oprag_pipeline.enrich.llm import OpinionAnswer, OpinionExtraction, RegistryIndex, to_opinions
 from oprag_pipeline.enrich.offline import OfflineExtractor, SimplePrediction
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry
 from oprag_pipeline.index.retrieval import OpinionProfile
 from oprag_pipeline.registry.matching import AliasMatcher, locate_phrase, locate_quote, phrase_key, word_key
+from oprag_pipeline.schema import DocumentInput, RegistryEntity
 
 ENTITIES = [
     RegistryEntity("e1", "dish", ("dishes", "main course")),

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from oprag_pipeline.enrich.aspect_model import LABELS
 from oprag_pipeline.enrich.offline import OfflineExtractor, SimplePrediction
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline.registry.matching import AliasMatcher
+from oprag_pipeline.schema import DocumentInput, RegistryEntity
 
 ROOM = RegistryEntity(entity_id="e1", name="room", aliases=("rooms", "hotel room"))
 STAFF = RegistryEntity(entity_id="e2", name="staff", aliases=("front desk staff",))

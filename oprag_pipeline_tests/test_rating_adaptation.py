@@ -20,10 +20,10 @@ from oprag_pipeline.enrich.ratings import (
     fit_rating_offsets,
     rated_aspect_entities,
 )
-from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.resources import ExtractorResource, build_resources
+from oprag_pipeline.schema import RegistryEntity
 
 # End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
 pytestmark = pytest.mark.slow

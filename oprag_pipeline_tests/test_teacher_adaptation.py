@@ -15,10 +15,10 @@ from dagster import AssetSelection, DagsterInstance, materialize
 from oprag_pipeline.definitions import ALL_ASSETS
 from oprag_pipeline.enrich.aspect_model import LABELS
 from oprag_pipeline.enrich.ratings import fit_teacher_offsets
-from oprag_pipeline.enrich.schema import ExtractedOpinion, ExtractionOutcome, RegistryEntity
 from oprag_pipeline.enrich.teacher import teacher_labelled_mentions
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.resources import ExtractorResource, build_resources
+from oprag_pipeline.schema import ExtractedOpinion, ExtractionOutcome, RegistryEntity
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer
 from oprag_pipeline_tests.test_rating_adaptation import write_domain
 

@@ -175,7 +175,8 @@ def test_server_collection_options_are_passed_through(tmp_path: Path, monkeypatc
     mode accepts and ignores the cluster options, so the call itself is what is checked)."""
     from qdrant_client import QdrantClient
 
-    from oprag_pipeline.index.vector_store import ClientVectorStore, CollectionOptions, VectorStoreResource
+    from oprag_pipeline.index.vector_store import ClientVectorStore, CollectionOptions
+    from oprag_pipeline.resources import VectorStoreResource
 
     client = QdrantClient(":memory:")
     calls: list[dict] = []

@@ -35,10 +35,10 @@ from oprag_pipeline.index.vector_store import (
     IndexPoint,
     SearchHit,
     VectorStore,
-    VectorStoreResource,
     open_vector_store,
     point_uuid,
 )
+from oprag_pipeline.resources import VectorStoreResource
 
 DIM = 32
 N = 200

@@ -27,9 +27,8 @@ from oprag_pipeline.analysis.retrieval import author_group_shares, dated_scores,
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever, attach_opinions
-from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
-from oprag_pipeline.resources import DataDirResource, EmbedderResource
+from oprag_pipeline.resources import DataDirResource, EmbedderResource, VectorStoreResource
 
 GROUP = "analysis"
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from oprag_pipeline.enrich.schema import sentiment_intensity
+from oprag_pipeline.schema import sentiment_intensity
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 MODEL_FILE = "aspect_sentiment.onnx"

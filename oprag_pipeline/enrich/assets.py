@@ -12,10 +12,10 @@ from pydantic import Field
 from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.enrich import authors, ratings, store
 from oprag_pipeline.enrich.documents import render_enriched
-from oprag_pipeline.enrich.schema import DocumentInput, rounded_cost
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.resources import DataDirResource, ExtractorResource
+from oprag_pipeline.schema import DocumentInput, rounded_cost
 
 
 @asset(

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from oprag_pipeline.enrich.schema import Emotion
+from oprag_pipeline.schema import Emotion
 
-EMOTIONS: tuple[str, ...] = tuple(e.value for e in Emotion)  # the closed set of enrich/schema.py
+EMOTIONS: tuple[str, ...] = tuple(e.value for e in Emotion)  # the closed set of oprag_pipeline/schema.py
 EVIDENCE_TYPES: tuple[str, ...] = ("personal_experience", "anecdotal", "data_driven")
 
 # Patterns are regexes over lower-cased text, matched on word boundaries. Phrases first (immune to negation).

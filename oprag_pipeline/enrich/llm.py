@@ -58,7 +58,8 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from oprag_pipeline import config
-from oprag_pipeline.enrich.schema import (
+from oprag_pipeline.registry.matching import AliasMatcher, fold, fold_with_offsets, locate_phrase, locate_quote
+from oprag_pipeline.schema import (
     DocumentInput,
     Emotion,
     EvidenceType,
@@ -68,7 +69,6 @@ from oprag_pipeline.enrich.schema import (
     RegistryEntity,
     Sentiment,
 )
-from oprag_pipeline.registry.matching import AliasMatcher, fold, fold_with_offsets, locate_phrase, locate_quote
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ import numpy as np
 
 from oprag_pipeline.enrich import cues
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
-from oprag_pipeline.enrich.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
 from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
 from oprag_pipeline.registry.matching import AliasMatcher
+from oprag_pipeline.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
 
 OFFLINE_VERSION = "4"
 MAX_MENTIONS_PER_ENTITY = 2

@@ -34,8 +34,8 @@ import duckdb
 import numpy as np
 
 from oprag_pipeline.enrich.aspect_model import LABELS, fit_label_bias, rating_weak_label
-from oprag_pipeline.enrich.schema import rounded_cost
 from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
+from oprag_pipeline.schema import rounded_cost
 from oprag_pipeline.settings import RATED_ASPECTS_FILE
 
 ADAPT_MODES = ("none", "ratings", "llm")

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import duckdb
 import pyarrow as pa
 
-from oprag_pipeline.enrich.schema import ExtractionOutcome
+from oprag_pipeline.schema import ExtractionOutcome
 
 DDL = """
 CREATE TABLE IF NOT EXISTS extraction_cache (

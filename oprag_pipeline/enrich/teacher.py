@@ -27,8 +27,8 @@ from typing import Any
 import duckdb
 
 from oprag_pipeline.enrich.aspect_model import LABELS
-from oprag_pipeline.enrich.schema import DocumentInput
 from oprag_pipeline.registry.matching import AliasMatcher
+from oprag_pipeline.schema import DocumentInput
 
 # Documents the teacher labels at most: the oracle curve had its gain by 100 labelled mentions, and review
 # documents name 1-4 registry entities each, so 300 documents give that with room for short or off-topic ones.

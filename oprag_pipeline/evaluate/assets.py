@@ -11,7 +11,6 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
-from oprag_pipeline.enrich.schema import rounded_cost
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, load_rated_aspects, map_gold
 from oprag_pipeline.evaluate.grid import (
@@ -32,10 +31,10 @@ from oprag_pipeline.evaluate.selection import EntityStats, GoldSupport, choose_e
 from oprag_pipeline.evaluate.stats import compare_clustered, holm
 from oprag_pipeline.index.diversify import DEFAULT_LAMBDA
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
-from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
-from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
+from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource, VectorStoreResource
+from oprag_pipeline.schema import rounded_cost
 
 GROUP = "evaluation"
 

@@ -15,7 +15,6 @@ from pydantic import Field
 
 from oprag_pipeline import config as env_config  # `config` is the assets' run config
 from oprag_pipeline.enrich.offline import OfflineExtractor
-from oprag_pipeline.enrich.schema import rounded_cost, total_cost
 from oprag_pipeline.evaluate.metrics import ScoreDistribution
 from oprag_pipeline.evaluate.stats import compare_paired
 from oprag_pipeline.generate.answer import Answer
@@ -24,9 +23,9 @@ from oprag_pipeline.generate.context import DomainKnowledge, gather
 from oprag_pipeline.generate.fidelity import answer_fidelity, conveyed_distribution, read_back
 from oprag_pipeline.generate.judge import PairToJudge, judge_pairs
 from oprag_pipeline.index.retrieval import BALANCED, Retriever
-from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
-from oprag_pipeline.resources import EmbedderResource
+from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
+from oprag_pipeline.schema import rounded_cost, total_cost
 
 GROUP = "generation"
 # The two answers compared for every question: the opinion-aware pipeline (balanced retrieval on the enriched KB,

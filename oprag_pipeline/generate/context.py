@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 import duckdb
 
 from oprag_pipeline.enrich.documents import TEXT_MARKER
-from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.generate.answer import SIDES
 from oprag_pipeline.index.fairness import source_map
 from oprag_pipeline.index.retrieval import BALANCED, FAIR, OpinionProfile, RetrievedHit, Retriever, attach_opinions
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.registry.store import registry_entities
+from oprag_pipeline.schema import RegistryEntity
 
 # The enriched KB embeds rendered metadata before the document's own words ("Entity: …\nText: …"); an answer quotes
 # only the words, which are verbatim from the document.

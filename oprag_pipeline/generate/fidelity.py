@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from oprag_pipeline.enrich.schema import DocumentInput, RegistryEntity
 from oprag_pipeline.evaluate.metrics import SIGMA_SUPPORT, ScoreDistribution
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
 from oprag_pipeline.generate.context import Passage, sentences, side_of
 from oprag_pipeline.registry.matching import locate_quote
+from oprag_pipeline.schema import DocumentInput, RegistryEntity
 
 SIDE_POINT = {"positive": 20.0, "neutral": 0.0, "negative": -20.0}  # the medium point of each side (see above)
 # The study's threshold for a view worth keeping: one person in ten.

@@ -24,11 +24,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from oprag_pipeline.enrich.llm import JSON_ANSWER, fold, neutralise_document_text
-from oprag_pipeline.enrich.schema import Sentiment
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
 from oprag_pipeline.generate.context import AnswerContext
 from oprag_pipeline.generate.fidelity import SHARE_TOLERANCE, check_quotes, share_error
 from oprag_pipeline.registry.matching import AliasMatcher
+from oprag_pipeline.schema import Sentiment
 
 MAX_PROSE_CHARS = 6000
 MAX_QUOTES = 16

@@ -19,10 +19,10 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from oprag_pipeline import settings
-from oprag_pipeline.enrich.schema import cost_label
 from oprag_pipeline.generate.answer import SIDES, Answer
 from oprag_pipeline.generate.api import AskResult, ask
 from oprag_pipeline.generate.context import AnswerContext, side_of
+from oprag_pipeline.schema import cost_label
 
 SIDE_COLOURS = {"positive": "#3a923a", "neutral": "#9a9a9a", "negative": "#c8453b"}
 MAX_QUESTION_CHARS = 500

@@ -24,9 +24,8 @@ from oprag_pipeline import config as env_config  # `config` is the assets' run c
 from oprag_pipeline.index.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP, chunk_documents
 from oprag_pipeline.index.sync import SourcePoint, collection_name, sync_collection
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder
-from oprag_pipeline.index.vector_store import VectorStoreResource
 from oprag_pipeline.partitions import domain_partitions
-from oprag_pipeline.resources import EmbedderResource
+from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
 
 RAW_CHUNKS_DDL = """
 CREATE TABLE IF NOT EXISTS raw_chunks (

@@ -16,7 +16,6 @@ import duckdb
 import numpy as np
 
 from oprag_pipeline.enrich.documents import own_words
-from oprag_pipeline.enrich.schema import SIGMA_SCALE
 from oprag_pipeline.index.balancing import proportional_quotas, split_slots
 from oprag_pipeline.index.diversify import DEFAULT_LAMBDA, Candidate, mmr, pm2, sigma_aspect_weights, xquad
 from oprag_pipeline.index.fairness import (
@@ -29,6 +28,7 @@ from oprag_pipeline.index.fairness import (
 from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import FilterValue, SearchHit, VectorStore
 from oprag_pipeline.registry.matching import AliasMatcher
+from oprag_pipeline.schema import SIGMA_SCALE
 
 MODES = ("semantic", "hybrid")
 BALANCED = "balanced"  # opinion-balanced hybrid retrieval, enriched KB only (see index/balancing.py)

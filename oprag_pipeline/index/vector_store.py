@@ -48,8 +48,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_check
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-from dagster import ConfigurableResource, InitResourceContext
-from pydantic import Field, PrivateAttr
 
 from oprag_pipeline import config
 
@@ -969,73 +967,3 @@ def open_vector_store(
     root = Path(data_dir) / "qdrant"
     logger.info("vector store: embedded Qdrant Edge at %s", root)
     return EdgeVectorStore(root, options=options, on_disk=on_disk, max_segment_kb=max_segment_kb)
-
-
-class VectorStoreResource(ConfigurableResource):
-    """Dagster resource for the vector store.
-
-    `resources.build_resources` fills the fields from the environment (see `config.py`), so the launchpad shows
-    and overrides them per run. The API key is an `EnvVar("QDRANT_API_KEY")`, never a plain value: config is shown
-    in the Dagster UI and stored with runs, an `EnvVar` only by name. Stores handed out by `open_store` are closed
-    when the step ends (Edge then builds its indexes and flushes), so assets need not close them, though they may.
-    """
-
-    data_dir: str = Field(description="Data directory; the embedded store lives in its `qdrant/` folder.")
-    url: str | None = Field(
-        default=None, description="Qdrant server URL; unset uses QDRANT_URL, and if that is unset the embedded store."
-    )
-    api_key: str | None = Field(
-        default=None,
-        description="The server's API key: set it as an EnvVar (env QDRANT_API_KEY), never as a value; unset uses "
-        "QDRANT_API_KEY.",
-    )
-    on_disk: bool | None = Field(
-        default=None,
-        description="New embedded collections keep vectors, HNSW graph and payload memory-mapped on disk "
-        "(unset: env OPRAG_QDRANT_ON_DISK=1, else off).",
-    )
-    max_segment_kb: int | None = Field(
-        default=None,
-        ge=1,
-        description="Largest segment (KB of vectors) of new embedded collections (unset: env "
-        f"OPRAG_QDRANT_SEGMENT_KB, else {_EDGE_SEGMENT_KB}).",
-    )
-    shard_number: int | None = Field(
-        default=None,
-        description="Shards per new collection on a Qdrant server/cluster "
-        "(unset: OPRAG_QDRANT_SHARD_NUMBER, else the server's default).",
-    )
-    replication_factor: int | None = Field(
-        default=None,
-        description="Replicas per shard on a Qdrant cluster "
-        "(unset: OPRAG_QDRANT_REPLICATION_FACTOR, else the server's default).",
-    )
-    quantization: str | None = Field(
-        default=None,
-        description="'int8': an 8-bit copy of the dense vectors in RAM (unset: OPRAG_QDRANT_QUANTIZATION).",
-    )
-
-    _opened: list[VectorStore] = PrivateAttr(default_factory=list)
-
-    def collection_options(self) -> CollectionOptions:
-        """The resource's fields, where set, over the environment's settings."""
-        return CollectionOptions.from_env(
-            shard_number=self.shard_number, replication_factor=self.replication_factor, quantization=self.quantization
-        )
-
-    def open_store(self) -> VectorStore:
-        """Open the configured store (caller may close it; it is closed at teardown anyway)."""
-        store = open_vector_store(
-            Path(self.data_dir),
-            url=self.url,
-            options=self.collection_options(),
-            api_key=self.api_key,
-            on_disk=self.on_disk,
-            max_segment_kb=self.max_segment_kb,
-        )
-        self._opened.append(store)
-        return store
-
-    def teardown_after_execution(self, context: InitResourceContext) -> None:
-        while self._opened:
-            self._opened.pop().close()

@@ -10,13 +10,13 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
-from oprag_pipeline.enrich.schema import cost_label
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry import store
 from oprag_pipeline.registry.candidates import Candidate, mine_candidates
 from oprag_pipeline.registry.llm_bootstrap import bootstrap_candidates
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, update_registry
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
+from oprag_pipeline.schema import cost_label
 
 LLM_EXTRACTORS = ("anthropic", "anthropic-batch", "openai-compatible")
 

@@ -29,9 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from oprag_pipeline.enrich.schema import rounded_cost
 from oprag_pipeline.registry.candidates import DETERMINERS, Candidate, candidate_key
 from oprag_pipeline.registry.matching import locate_phrase
+from oprag_pipeline.schema import rounded_cost
 
 MAX_TARGETS = 20
 MAX_TARGET_CHARS = 80
@@ -164,7 +164,7 @@ def bootstrap_candidates(
     """Candidates from `client`'s extraction of `(doc_id, text)` documents; `client` is an LLM extractor of
     `enrich.llm` (its `ask`, `max_concurrency`, `max_document_chars` and `estimated_cost_usd`)."""
     from oprag_pipeline.enrich.llm import render_user_prompt
-    from oprag_pipeline.enrich.schema import DocumentInput
+    from oprag_pipeline.schema import DocumentInput
 
     docs = [(doc_id, text) for doc_id, text in documents if text and text.strip()]
     result = BootstrapResult(candidates=[], documents=len(docs))

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from oprag_pipeline.enrich.schema import RegistryEntity
 from oprag_pipeline.registry.taxonomy import Entity, Registry
+from oprag_pipeline.schema import RegistryEntity
 
 DDL = """
 CREATE TABLE IF NOT EXISTS extraction_sample (

@@ -21,6 +21,7 @@ def _data(family):
             ("entity_match_rate", "raw", 0.6), ("entity_match_rate", "enriched_pm2", 0.8),
             ("w1_gold_miss", "raw", 0.1), ("w1_gold_miss", "enriched_pm2", 0.0),
             ("relevance_hybrid_rank", "raw", 10.5), ("relevance_hybrid_rank", "enriched_pm2", 25.0),
+            ("w1_gold", "raw", 8.4), ("w1_gold", "enriched_pm2", 6.2),
         ]
     ]  # fmt: skip
     return {"domain": "shop", "primary_metric": "w1_gold", "significance": family, "coverage_k20": coverage,
@@ -35,7 +36,9 @@ def test_verdict_names_the_closest_retrieval_with_its_ci_entities_and_relevance_
     ]
     lines = verdict(_data(family))
     assert lines[0].startswith("shop: closest to the corpus's opinions (W1 to the gold distribution, k = 20) was")
-    assert "enriched, PM-2: 6.00 against 8.00 for plain RAG (-25.0%)" in lines[0]
+    # entity means are the tested figures; the question means of the summary table are named beside them
+    assert "enriched, PM-2: 6.00 against 8.00 for plain RAG (-25.0%; means over entities" in lines[0]
+    assert "over questions, as in the summary table: 6.20 vs 8.40" in lines[0]
     assert "Δ -2.00 (95% CI [-3.10, -0.90]) over 8 entities, 80 questions" in lines[0]
     assert "Holm p = 0.04 (significant after Holm's correction)" in lines[0]
     assert "entity match 80.0% vs 60.0%" in lines[1] and "25.00 vs 10.50" in lines[1]

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -345,6 +347,46 @@ def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wa
         raise click.ClickException(f"run failed for {', '.join(failures)}; see the lines above or the Dagster UI")
 
 
+@contextmanager
+def _reading_index(domain: str) -> Iterator[None]:
+    """Turn what reading a domain's index can meet into one clear line each: an index not built yet, bad arguments,
+    and a writer holding the warehouse or a vector collection (named, when it is an oprag run, so the user knows
+    whom to wait for)."""
+    import duckdb
+
+    from oprag_pipeline.index.vector_store import CollectionNotFoundError
+    from oprag_pipeline.runner import writer_busy
+
+    def busy(error: BaseException) -> click.ClickException:
+        holder = writer_busy(settings.data_dir())
+        who = f"an oprag run ({holder})" if holder else "another process (e.g. `dagster dev` running a job)"
+        return click.ClickException(
+            f"the index of {domain!r} is busy: {who} is writing it ({_one_line(error)}); retry when that run has "
+            "finished (`oprag status` shows when the last one did)"
+        )
+
+    try:
+        yield
+    except CollectionNotFoundError as error:
+        raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from None
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    except duckdb.CatalogException as error:
+        missing = re.search(r"Table with name (\w+) does not exist", str(error))
+        what = f"table {missing.group(1)}" if missing else "the tables it needs"
+        raise click.ClickException(
+            f"the warehouse has no {what} yet; materialize the domain first: oprag run --domain {domain}"
+        ) from None
+    except duckdb.IOException as error:
+        if "lock" not in str(error).lower():
+            raise
+        raise busy(error) from None
+    except RuntimeError as error:
+        if "another process" not in str(error):
+            raise
+        raise busy(error) from None
+
+
 @main.command("query")
 @click.argument("text")
 @click.option("--domain", required=True, help="Domain to search.")
@@ -412,8 +454,6 @@ def query_command(
     _domain_arguments([domain])
     check_qdrant_reachable()
     check_warehouse_readable()
-    import duckdb
-
     from oprag_pipeline.analysis.query import (
         DEFAULT_GROUP_WEIGHT,
         group_fair_searcher,
@@ -421,60 +461,36 @@ def query_command(
         timeline_footer,
     )
     from oprag_pipeline.index.query import run_query
-    from oprag_pipeline.index.vector_store import CollectionNotFoundError, open_vector_store
+    from oprag_pipeline.index.vector_store import open_vector_store
     from oprag_pipeline.resources import EmbedderResource
-    from oprag_pipeline.runner import writer_busy
 
     warehouse = settings.warehouse_path()
     if not warehouse.exists():
         raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run` first")
-
-    def busy(error: BaseException) -> click.ClickException:
-        holder = writer_busy(settings.data_dir())
-        who = f"an oprag run ({holder})" if holder else "another process (e.g. `dagster dev` running a job)"
-        return click.ClickException(
-            f"the index of {domain!r} is busy: {who} is writing it ({_one_line(error)}); retry when that run has "
-            "finished (`oprag status` shows when the last one did)"
-        )
-
-    try:
+    search = None
+    if mode == "groups":
+        weight = DEFAULT_GROUP_WEIGHT if group_weight is None else group_weight
+        search = group_fair_searcher(domain, text, k=k, group_weight=weight)
+    with _reading_index(domain):
         store = open_vector_store(settings.data_dir())
-    except RuntimeError as error:
-        raise busy(error) from None
-    try:
-        output = run_query(
-            warehouse=warehouse,
-            store=store,
-            embedder=EmbedderResource().embedder(),
-            domain=domain,
-            query=text,
-            k=k,
-            mode=mode,
-            kb=kb,
-            entity=entity,
-            profile=profile_builder(domain, since=since.date() if since else None, half_life_days=half_life),
-            footer=timeline_footer(domain, window_months),
-            fair_weight=fair_weight,
-            search=group_fair_searcher(
-                domain, text, k=k, group_weight=DEFAULT_GROUP_WEIGHT if group_weight is None else group_weight
+        try:
+            output = run_query(
+                warehouse=warehouse,
+                store=store,
+                embedder=EmbedderResource().embedder(),
+                domain=domain,
+                query=text,
+                k=k,
+                mode=mode,
+                kb=kb,
+                entity=entity,
+                profile=profile_builder(domain, since=since.date() if since else None, half_life_days=half_life),
+                footer=timeline_footer(domain, window_months),
+                fair_weight=fair_weight,
+                search=search,
             )
-            if mode == "groups"
-            else None,
-        )
-    except CollectionNotFoundError as error:
-        raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from None
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
-    except duckdb.IOException as error:
-        if "lock" not in str(error).lower():
-            raise
-        raise busy(error) from None
-    except RuntimeError as error:
-        if "another process" not in str(error):
-            raise
-        raise busy(error) from None
-    finally:
-        store.close()
+        finally:
+            store.close()
     click.echo(output)
 
 
@@ -525,22 +541,19 @@ def ask_command(
         raise click.UsageError("--fair-weight applies to --mode fair only")
     from oprag_pipeline.enrich.llm import MissingCredentialsError
     from oprag_pipeline.schema import cost_label
+
     check_configuration(pipeline=False)
     _domain_arguments([domain])
     check_qdrant_reachable()
     check_warehouse_readable()
     from oprag_pipeline.generate.api import ask
-    from oprag_pipeline.index.vector_store import CollectionNotFoundError
 
+    extra = {} if fair_weight is None else {"fair_weight": fair_weight}
     try:
-        extra = {} if fair_weight is None else {"fair_weight": fair_weight}
-        result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer, **extra)
+        with _reading_index(domain):
+            result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer, **extra)
     except (FileNotFoundError, LookupError, MissingCredentialsError, RuntimeError) as error:
         raise click.ClickException(str(error)) from error
-    except CollectionNotFoundError as error:
-        raise click.ClickException(f"{error}; materialize the index first: oprag run --domain {domain}") from error
-    except ValueError as error:
-        raise click.UsageError(str(error)) from error
     answer = result.answer
     if as_json:
         click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))

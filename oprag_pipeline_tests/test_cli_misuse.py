@@ -108,6 +108,21 @@ def test_unreachable_qdrant_is_one_line(data_dir: Path, home: Path, command: lis
     assert_clear(result, "cannot reach the Qdrant server", "QDRANT_URL")
 
 
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        (["query", "lid", "--domain", "shop"], ["materialize the index first", "oprag run --domain shop"]),
+        (["ask", "what about the lid?", "--domain", "shop"], ["no table", "oprag run --domain shop"]),
+    ],
+)
+def test_reading_a_domain_before_its_run_says_what_to_run(
+    data_dir: Path, home: Path, command: list[str], words: list[str]
+) -> None:
+    write_lines(data_dir / "raw/shop/a.jsonl", [GOOD])
+    duckdb.connect(str(data_dir / "warehouse.duckdb")).close()  # a warehouse, but nothing materialized
+    assert_clear(invoke(*command), *words)
+
+
 def test_unknown_asset_selection_lists_the_assets(data_dir: Path, home: Path) -> None:
     write_lines(data_dir / "raw/shop/a.jsonl", [GOOD])
     result = invoke("run", "--select", "no_such_asset")

@@ -80,3 +80,22 @@ def test_the_terminal_summary_fits_its_width_and_keeps_every_figure() -> None:
                 assert table.count(cell) == 1, (width, cell)
     assert len(_fitted_table(headers, compact, 200).split("\n\n")) == 1
     assert len(_fitted_table(headers, compact, 60).split("\n\n")) > 1
+
+
+def test_each_figure_is_drawn_when_its_data_is_there_and_only_then(tmp_path) -> None:
+    from oprag_pipeline.evaluate.report import _plots
+
+    family = [_row("enriched", "pm2", "raw", "hybrid", 6.0, 8.0, -3.1, -0.9, 0.008, 0.04)]
+    data = {**_data(family), "depth_curve": [], "fairness": []}
+    assert [p.name for p in _plots(data, tmp_path)] == ["headline_effects.png", "kb_comparison.png"]
+    data["depth_curve"] = [
+        {"metric": "w1_gold", "k": k, "kb": kb, "mode": "hybrid", "mean": m}
+        for k in (5, 10, 20)
+        for kb, m in (("raw", 9.0 - k / 10), ("enriched", 7.0 - k / 10))
+    ]
+    data["fairness"] = [{"attribute": "age", "variant": "raw", "overall": 0.5, "matched": None}]
+    drawn = _plots(data, tmp_path)
+    assert [p.name for p in drawn] == ["headline_effects.png", "kb_comparison.png", "depth_curves.png", "fairness.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in drawn)
+    no_headline = _plots({**data, "significance": [], "coverage_k20": []}, tmp_path)
+    assert [p.name for p in no_headline] == ["depth_curves.png", "fairness.png"]

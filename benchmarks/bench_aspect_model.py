@@ -16,15 +16,19 @@ Prints (targets in brackets)
    pair with an opinion [>= 0.5]; also σ with a constant "medium" intensity (the sign alone).
 5. Adaptation from the corpus's own ratings: offsets fitted to star-derived weak labels of 0 / 100 / 300 / 1,000
    mentions from other hotels of the same shuffle, measured on the evaluation hotels of 4.
-6. Throughput of the offline extractor on ~150-word TripAdvisor reviews [>= 60 reviews/s on 2 cores]: the int8
-   graph scored item by item (the default), against an fp32 graph (the same weights dequantised) scored in padded
-   batches, and the uncalibrated path; wall-clock and per-CPU-second rates with the load average; whether batched
-   fp32 gives bit-identical logits to fp32 alone, and its MAMS accuracy.
+6. Precision variants (issue: determinism without per-item scoring): the committed dynamic-int8 graph scored item
+   by item (the default) against batch-invariant graphs of the same weights scored in sorted padded batches: fp32
+   (dequantised) and static int8 (`quantize_static`, calibrated on 300 MAMS ATSA *train* aspects), fully int8 and
+   with the feed-forward output projections left fp32. MAMS ATSA test accuracy [floor 0.82], max |logit
+   difference| of an item alone against the same item in sorted and in random mixed batches, MEMD-ABSA 2-way.
+7. Throughput of the offline extractor on ~150-word TripAdvisor reviews [>= 60 reviews/s on 2 cores] for the same
+   paths plus the uncalibrated one, two interleaved rounds: wall-clock rate, CPU seconds, per-CPU-second rate with
+   the load average, ratios against the default path and the share of opinions labelled the same.
 
     .venv/bin/python benchmarks/bench_aspect_model.py [--hotels 20] [--reviews 400] [--memd-max 800] [--skip ...]
 
 Needs ../shared/data (or --mams / --memd / --tripadvisor); parts whose data is absent are skipped with a message.
-All sections take about 10 minutes on 2 shared cores (`--skip throughput` saves half).
+All sections take about 15 minutes on 2 shared cores (`--skip quantisation throughput` saves half).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +55,7 @@ from oprag_pipeline.enrich.aspect_model import (  # noqa: E402
     LABELS,
     MODEL_DIR,
     MODEL_FILE,
+    AspectItem,
     AspectSentimentModel,
     pad_batch,
 )
@@ -114,34 +120,124 @@ def dequantized_graph(path: Path) -> bytes:
     return graph_model.SerializeToString()
 
 
-class BatchedFp32Model(AspectSentimentModel):
-    """fp32 graph, items sorted by length and run in padded batches on ``threads`` intra-op threads."""
+def static_int8_graph(fp32: bytes, calibration: Sequence[AspectItem], fp32_ffn_out: bool = False) -> bytes:
+    """The fp32 graph statically quantised (``quantize_static``): fixed activation scales calibrated on
+    ``calibration`` (MAMS *training* aspects, each run alone so padding never enters a range), QDQ format, int8
+    per-channel weights, uint8 activations, MatMul nodes only (those ``quantize_dynamic`` quantised, plus attention).
+    Ranges: the 99.999th percentile of |activation| (MinMax, Entropy and the 99.99th percentile measured no better
+    on MAMS). ``fp32_ffn_out`` leaves the six feed-forward output projections (input: the 1,536-wide GELU output,
+    whose range a fixed scale covers worst) in fp32. With fixed scales an item's logits depend on the item only."""
+    import contextlib
+    import io
+    import tempfile
 
-    batch_size = 32
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    encoded = AspectSentimentModel.load().encoder.encode(calibration)
+
+    class Reader(CalibrationDataReader):
+        """One unpadded item per feed; ``set_range`` lets the calibrator collect item by item (a histogram over
+        tensors of different sequence lengths cannot be built in one call)."""
+
+        def __init__(self) -> None:
+            self.rows = iter(encoded)
+
+        def __len__(self) -> int:
+            return len(encoded)
+
+        def set_range(self, start_index: int, end_index: int) -> None:
+            self.rows = iter(encoded[start_index:end_index])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            row = next(self.rows, None)
+            return None if row is None else pad_batch([row])
+
+    graph = onnx.load_from_string(fp32).graph
+    widths = {i.name: tuple(i.dims) for i in graph.initializer}
+    ffn_out = [n.name for n in graph.node if n.op_type == "MatMul" and widths.get(n.input[1], ())[:1] == (1536,)]
+    # the calibrator prints a line per collected item: keep the benchmark's own output readable
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+        src, dst = Path(tmp) / "fp32.onnx", Path(tmp) / "static.onnx"
+        src.write_bytes(fp32)
+        quantize_static(
+            str(src),
+            str(dst),
+            Reader(),
+            quant_format=QuantFormat.QDQ,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.Percentile,
+            nodes_to_exclude=ffn_out if fp32_ffn_out else [],
+            extra_options={"CalibStridedMinMax": 1, "CalibPercentile": 99.999},
+        )
+        return dst.read_bytes()
+
+
+class BatchedModel(AspectSentimentModel):
+    """A graph whose logits do not depend on batch companions, scored in padded batches: items sorted by length
+    (little padding), ``batch_size`` per run, batches spread over ``workers`` threads of single-threaded runs (the
+    per-item path's threading), logits returned in input order."""
+
+    batch_size = 8
 
     @classmethod
-    def from_int8(cls, threads: int) -> BatchedFp32Model:
+    def from_graph(cls, graph: bytes, workers: int) -> BatchedModel:
         import onnxruntime as ort
 
         base = AspectSentimentModel.load()
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(
-            dequantized_graph(MODEL_DIR / MODEL_FILE), options, providers=["CPUExecutionProvider"]
-        )
-        return cls(session, base.encoder, temperature=base.temperature, workers=1, train_prior=base.train_prior)
+        session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        return cls(session, base.encoder, temperature=base.temperature, workers=workers, train_prior=base.train_prior)
 
     def _score(self, encoded: Sequence[tuple[list[int], int, int]]) -> list[np.ndarray]:
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-        out: list[np.ndarray] = [np.zeros(len(LABELS), dtype=np.float32)] * len(encoded)
-        for k in range(0, len(order), self.batch_size):
-            group = order[k : k + self.batch_size]
+        groups = [order[k : k + self.batch_size] for k in range(0, len(order), self.batch_size)]
+
+        def run(group: list[int]) -> np.ndarray:
             feeds = {n: v for n, v in pad_batch([encoded[i] for i in group]).items() if n in self._input_names}
-            for i, row in zip(group, self.session.run(["logits"], feeds)[0], strict=True):
+            return self.session.run(["logits"], feeds)[0]
+
+        if self.workers > 1 and len(groups) > 1:
+            if self._pool is None or self._pool[0] != os.getpid():
+                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-batch"))
+            results = list(self._pool[1].map(run, groups))
+        else:
+            results = [run(g) for g in groups]
+        out: list[np.ndarray] = [np.zeros(len(LABELS), dtype=np.float32)] * len(encoded)
+        for group, rows in zip(groups, results, strict=True):
+            for i, row in zip(group, rows, strict=True):
                 out[i] = row
         return out
+
+
+def mixed_batch_logits(model: AspectSentimentModel, items: Sequence[AspectItem], seed: int) -> np.ndarray:
+    """Logits of ``items`` run through ``model.session`` in random padded batches of 2-16 mixed companions (no
+    sorting, so lengths and padding differ from any other composition), in input order."""
+    encoded = model.encoder.encode(items)
+    order = list(range(len(items)))
+    rng = random.Random(seed)
+    rng.shuffle(order)
+    out = np.zeros((len(items), len(LABELS)), dtype=np.float32)
+    names = {i.name for i in model.session.get_inputs()}
+    k = 0
+    while k < len(order):
+        group = order[k : k + rng.randint(2, 16)]
+        feeds = {n: v for n, v in pad_batch([encoded[i] for i in group]).items() if n in names}
+        out[group] = model.session.run(["logits"], feeds)[0]
+        k += len(group)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------- data
@@ -251,7 +347,7 @@ def memd_section(args: argparse.Namespace, scorers: dict[str, Callable[[list, li
         return
     print("MEMD-ABSA test, explicit aspects with gold positive/negative (2-way; neutral = miss) [target acc >= 0.85]:")
     print(
-        f"  {'domain':9s} {'scorer':8s} {'n':>5s} {'acc':>6s} {'neutral':>8s} {'commit-P':>9s} {'macroF1':>8s} "
+        f"  {'domain':9s} {'scorer':11s} {'n':>5s} {'acc':>6s} {'neutral':>8s} {'commit-P':>9s} {'macroF1':>8s} "
         f"{'majority':>9s}"
     )
     for domain in MEMD_DOMAINS:
@@ -266,7 +362,7 @@ def memd_section(args: argparse.Namespace, scorers: dict[str, Callable[[list, li
             pred = np.array([label_of(labels[index[k]]) for k in gold_keys])
             m = two_way(pred, gold)
             print(
-                f"  {domain:9s} {name:8s} {m['n']:5d} {m['acc']:6.3f} {m['neutral']:8.3f} {m['precision']:9.3f} "
+                f"  {domain:9s} {name:11s} {m['n']:5d} {m['acc']:6.3f} {m['neutral']:8.3f} {m['precision']:9.3f} "
                 f"{m['macro_f1']:8.3f} {m['majority']:9.3f}"
             )
 
@@ -435,7 +531,71 @@ def tripadvisor_section(
         )
 
 
-def throughput_section(args: argparse.Namespace, new: AspectSentimentModel, old: AspectSentimentModel) -> None:
+def precision_variants(args: argparse.Namespace) -> dict[str, BatchedModel]:
+    """The batch-invariant alternatives to the committed dynamic-int8 graph, built from its weights in this run: the
+    fp32 graph (dequantised) and two static-int8 graphs calibrated on 300 MAMS ATSA *training* aspects: all MatMuls
+    int8 ("int8-static"), or the feed-forward output projections left fp32 ("int8-mixed")."""
+    fp32 = dequantized_graph(MODEL_DIR / MODEL_FILE)
+    train = read_mams(args.mams / "MAMS-ATSA" / "train.xml")
+    random.Random(0).shuffle(train)
+    calibration = [e.item for e in train[:300]]
+    t = time.perf_counter()
+    graphs = {
+        "int8-static": static_int8_graph(fp32, calibration),
+        "int8-mixed": static_int8_graph(fp32, calibration, fp32_ffn_out=True),
+        "fp32": fp32,
+    }
+    took = time.perf_counter() - t
+    print(f"static int8 graphs calibrated on {len(calibration)} MAMS ATSA train aspects in {took:.0f} s")
+    return {name: BatchedModel.from_graph(graph, workers=args.threads) for name, graph in graphs.items()}
+
+
+def quantisation_section(
+    args: argparse.Namespace, new: AspectSentimentModel, variants: dict[str, BatchedModel], labels: Callable
+) -> None:
+    """Accuracy and determinism of each precision: the committed path (dynamic int8, item by item) against the
+    batch-invariant graphs scored in sorted padded batches; max |logit difference| of an item alone against the
+    same item in sorted batches and in random mixed batches of 2-16 (two seeds); then MEMD-ABSA 2-way for each."""
+    path = args.mams / "MAMS-ATSA" / "test.xml"
+    if not path.exists():
+        print(f"MAMS absent at {path}: quantisation skipped")
+        return
+    data = read_mams(path)
+    items = [e.item for e in data]
+    gold = np.array([e.label for e in data])
+    probe = items[:300]
+    print(
+        f"precision variants: MAMS-ATSA test network accuracy / macro-F1 (n={len(items)}) [floor 0.82]; max |logit "
+        f"diff| alone vs batched on {len(probe)} test aspects, and share of those whose label moves:"
+    )
+    new._cache.clear()
+    per_item = new.logits(items)
+    alone = per_item[: len(probe)]
+    mixed = np.vstack([mixed_batch_logits(new, probe, seed) for seed in (1, 2)])
+    moved = float((mixed.argmax(1).reshape(2, -1) != alone.argmax(1)).any(axis=0).mean())
+    m = metrics(per_item, gold)
+    print(
+        f"  {'int8 dynamic, per item (now)':30s} {m['accuracy']:.4f} / {m['macro_f1']:.4f}  per item: deterministic; "
+        f"in mixed batches it would move by {float(np.abs(mixed - np.tile(alone, (2, 1))).max()):.3g} "
+        f"({moved:.3f} of labels)"
+    )
+    for name, model in variants.items():
+        model._cache.clear()
+        batched = model.logits(items)
+        solo = np.vstack([model.session.run(["logits"], pad_batch([e]))[0] for e in model.encoder.encode(probe)])
+        mixed = np.vstack([mixed_batch_logits(model, probe, seed) for seed in (1, 2)])
+        m = metrics(batched, gold)
+        print(
+            f"  {name + ', batched':30s} {m['accuracy']:.4f} / {m['macro_f1']:.4f}  max diff alone vs sorted batches "
+            f"{float(np.abs(batched[: len(probe)] - solo).max()):.3g}, vs mixed batches "
+            f"{float(np.abs(mixed - np.tile(solo, (2, 1))).max()):.3g}"
+        )
+    memd_section(args, {"now": labels(new), **{name: labels(model) for name, model in variants.items()}})
+
+
+def throughput_section(
+    args: argparse.Namespace, new: AspectSentimentModel, old: AspectSentimentModel, variants: dict[str, BatchedModel]
+) -> None:
     if not args.tripadvisor.exists():
         print("TripAdvisor absent: throughput skipped")
         return
@@ -443,14 +603,15 @@ def throughput_section(args: argparse.Namespace, new: AspectSentimentModel, old:
     texts = texts[: args.reviews]
     documents = [DocumentInput(doc_id=str(i), text=t, content_hash=str(i)) for i, t in enumerate(texts)]
     entities = rated_entities()
-    fp32 = BatchedFp32Model.from_int8(threads=args.threads)
-    paths = {"int8 per-item, before": old, "int8 per-item, now": new, "fp32 batched, now": fp32}
+    paths: dict[str, AspectSentimentModel] = {"int8 per-item, before": old, "int8 per-item, now": new}
+    paths.update({f"{name} batched": model for name, model in variants.items()})
     extractors = {name: OfflineExtractor(scorer=m) for name, m in paths.items()}
     print(
         f"throughput: offline extractor on {len(texts)} TripAdvisor reviews of 120-180 words, {args.threads} "
         "threads, two rounds interleaved (cold logits cache each time):"
     )
-    results: dict[str, list[float]] = {name: [] for name in paths}
+    wall: dict[str, list[float]] = {name: [] for name in paths}
+    cpu: dict[str, list[float]] = {name: [] for name in paths}
     labels: dict[str, list[str]] = {}
     for _ in range(2):
         for name, extractor in extractors.items():
@@ -458,29 +619,24 @@ def throughput_section(args: argparse.Namespace, new: AspectSentimentModel, old:
             load = os.getloadavg()[0]
             t, c = time.perf_counter(), time.process_time()
             outcomes = extractor.extract(documents, entities)
-            results[name].append(len(texts) / (time.perf_counter() - t))
-            per_cpu = len(texts) / ((time.process_time() - c) / args.threads)
+            wall[name].append(len(texts) / (time.perf_counter() - t))
+            cpu[name].append(time.process_time() - c)
+            per_cpu = len(texts) / (cpu[name][-1] / args.threads)
             labels[name] = [o.sentiment for out in outcomes for o in out.opinions]
             print(
-                f"  {name:22s} {results[name][-1]:6.1f} reviews/s wall, {per_cpu:6.1f} per {args.threads} CPU-seconds "
-                f"(what {args.threads} idle cores would give; load average {load:.1f})",
+                f"  {name:22s} {wall[name][-1]:6.1f} reviews/s wall, {cpu[name][-1]:5.1f} CPU-s, {per_cpu:6.1f} per "
+                f"{args.threads} CPU-seconds (what {args.threads} idle cores would give; load average {load:.1f})",
                 flush=True,
             )
-    now, fp = labels["int8 per-item, now"], labels["fp32 batched, now"]
-    same = np.mean([a == b for a, b in zip(now, fp, strict=True)])
-    print(f"  opinions labelled the same by int8 per-item and fp32 batched: {same:.4f} of {len(now)}")
-    path = args.mams / "MAMS-ATSA" / "test.xml"
-    if path.exists():
-        data = read_mams(path)
-        items = [e.item for e in data]
-        fp32._cache.clear()
-        batched = fp32.logits(items)
-        fp32._cache.clear()
-        alone = np.vstack([fp32.logits([it]) for it in items[:200]])
-        gold = np.array([e.label for e in data])
+    base = "int8 per-item, now"
+    print(f"  against {base} (sum over both rounds; ratio > 1 is faster) and opinions labelled the same:")
+    for name in paths:
+        if name == base:
+            continue
+        same = np.mean([a == b for a, b in zip(labels[base], labels[name], strict=True)])
         print(
-            f"  fp32 MAMS-ATSA network accuracy {metrics(batched, gold)['accuracy']:.4f}; batched == alone "
-            f"bit for bit on 200 items: {bool(np.array_equal(batched[:200], alone))}"
+            f"    {name:20s} wall {sum(wall[name]) / sum(wall[base]):.2f}x, per CPU-second "
+            f"{sum(cpu[base]) / sum(cpu[name]):.2f}x; same label {same:.4f} of {len(labels[base])}"
         )
 
 
@@ -498,7 +654,7 @@ def main() -> None:
         "--skip",
         nargs="*",
         default=[],
-        choices=["mams", "memd", "adaptation", "tripadvisor", "ratings", "throughput"],
+        choices=["mams", "memd", "adaptation", "tripadvisor", "ratings", "quantisation", "throughput"],
     )
     args = ap.parse_args()
     started = time.perf_counter()
@@ -520,8 +676,13 @@ def main() -> None:
         tripadvisor_section(args, extractors)
     if "ratings" not in args.skip:
         rating_adaptation_section(args, new)
+    variants = {}
+    if not {"quantisation", "throughput"} <= set(args.skip):
+        variants = precision_variants(args)
+    if "quantisation" not in args.skip:
+        quantisation_section(args, new, variants, labels)
     if "throughput" not in args.skip:
-        throughput_section(args, new, old)
+        throughput_section(args, new, old, variants)
     print(f"total {time.perf_counter() - started:.0f} s")
 
 

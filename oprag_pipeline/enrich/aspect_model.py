@@ -376,12 +376,25 @@ class AspectSentimentModel:
 
     Every item is scored on its own, never in a padded batch. The model's int8 layers quantize activations with one
     scale per input tensor (``DynamicQuantizeLinear``), so in a batch an item's logits moved with its companions and
-    its padding (by up to 0.2, enough to flip a close call): the same review could be labelled differently in two
-    runs. Alone, a prediction depends on the item only. Throughput is kept by scoring items on ``workers`` threads,
-    each running the session single-threaded (measured on TripAdvisor reviews: 48-52 docs/s, against 51 for padded
-    batches of 32 on two intra-op threads). An fp32 graph of the same weights (dequantised) gives bit-identical
-    logits in any batch, but in padded batches it ran at 57 reviews per 2 CPU-seconds against 118-146 for this path
-    (``benchmarks/bench_aspect_model.py``, same run), so the int8 graph item by item stays.
+    its padding (by up to 1.09 in random mixed batches of 2-16, changing 5% of 300 MAMS test labels): the same
+    review could be labelled differently in two runs. Alone, a prediction depends on the item only. Throughput is
+    kept by scoring items on ``workers`` threads, each running the session single-threaded (measured on TripAdvisor
+    reviews: 48-52 docs/s, against 51 for padded batches of 32 on two intra-op threads).
+
+    Batch-invariant graphs of the same weights were measured against this path in one run
+    (``benchmarks/bench_aspect_model.py``, precision variants and throughput; 300 TripAdvisor reviews, two rounds,
+    sorted padded batches of 8 on the same two worker threads), and none is both as accurate and as fast:
+
+    * int8 with static scales (``quantize_static``, QDQ, per-channel weights, 99.999th-percentile ranges calibrated
+      on 300 MAMS *training* aspects): logits identical alone and in any batch (max difference 0), but MAMS ATSA
+      test 0.8234 against 0.8316 (MinMax, Entropy, 99.99th percentile, in separate runs: 0.816-0.823), MEMD-ABSA
+      2-way Books 0.803 / Clothing 0.842 against 0.813 / 0.864, and 116-119 reviews per 2 CPU-seconds against
+      126-130 (0.92x; wall 0.77x).
+    * the same with the six feed-forward output projections in fp32: 0.8323 on MAMS, also batch-invariant, but
+      0.67x per CPU-second (84-87 reviews per 2 CPU-seconds) and MEMD Hotel macro-F1 0.814 against 0.849.
+    * fp32 (dequantised): 0.8353 on MAMS and bit-identical in any batch, at 64 reviews per 2 CPU-seconds (0.50x).
+
+    So the dynamic-int8 graph scored item by item stays the default.
     """
 
     def __init__(

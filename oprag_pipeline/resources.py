@@ -20,7 +20,6 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
 from oprag_pipeline import config, settings
-from oprag_pipeline.enrich import ratings
 
 if TYPE_CHECKING:
     from oprag_pipeline.index.vector_store import CollectionOptions, VectorStore
@@ -172,10 +171,10 @@ class ExtractorResource(ConfigurableResource):
         "adapted model stays local.",
     )
     adapt_sample: int = Field(
-        default=ratings.SAMPLE_MENTIONS, description="Rated mentions fitted (a deterministic sample)."
+        default=config.SAMPLE_MENTIONS, description="Rated mentions fitted (a deterministic sample)."
     )
     adapt_min_mentions: int = Field(
-        default=ratings.MIN_RATED_MENTIONS, description="Fewer rated mentions than this: adaptation is skipped."
+        default=config.MIN_RATED_MENTIONS, description="Fewer rated mentions than this: adaptation is skipped."
     )
 
     def build(self):

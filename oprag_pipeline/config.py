@@ -127,7 +127,7 @@ VARIABLES: tuple[Variable, ...] = (
              "seconds an `anthropic-batch` run waits for its Message Batch; documents still processing stay pending "
              "and the next run resumes the batch", default=3600.0, check="always"),
     Variable("ANTHROPIC_API_KEY", "str", "the `anthropic` extractor's API key (its only source)", secret=True,
-             check="anthropic"),
+             field="extractor.api_key", check="anthropic"),
     Variable("ANTHROPIC_BASE_URL", "str", "a proxy or gateway for the Anthropic API", secret=False,
              check="never", read_by="sdk"),
     Variable("OPRAG_ANTHROPIC_MODEL", "str", "the `anthropic` extractor's model", default="claude-sonnet-4-5",
@@ -145,7 +145,7 @@ VARIABLES: tuple[Variable, ...] = (
              default="tools", choices=("tools", "json", "json_schema"), field="extractor.openai_mode",
              check="openai-compatible"),
     Variable("OPENAI_API_KEY", "str", "the `openai-compatible` server's key (a placeholder is sent when unset)",
-             secret=True, check="never"),
+             secret=True, field="extractor.api_key", check="openai-compatible"),
     Variable("OPRAG_OPENAI_PRICE_PER_MTOK", "price", "`input,output` USD per million tokens for cost estimates",
              shown_default="0,0", field="extractor.price_per_mtok", check="openai-compatible"),
     # -- embeddings and the vector store -------------------------------------------------------------------------

@@ -163,6 +163,12 @@ class ExtractorResource(ConfigurableResource):
         description="'input,output' USD per million tokens for cost estimates (unset: env "
         "OPRAG_ANTHROPIC_PRICE_PER_MTOK / OPRAG_OPENAI_PRICE_PER_MTOK, else the model's list price).",
     )
+    api_key: str | None = Field(
+        default=None,
+        description="The LLM extractor's API key: an EnvVar (env ANTHROPIC_API_KEY for anthropic and "
+        "anthropic-batch, OPENAI_API_KEY for openai-compatible), never a value, since config is shown in the UI and "
+        "stored with runs; unset reads that variable when the extractor is built.",
+    )
     adapt: str = Field(
         default="none",
         description="none | ratings | llm (env OPRAG_ADAPT): fit the offline model's per-class offsets before "
@@ -190,6 +196,7 @@ class ExtractorResource(ConfigurableResource):
             timeout=self.timeout,
             openai_mode=self.openai_mode,
             price_per_mtok=price,
+            api_key=self.api_key,
         )
 
 
@@ -204,6 +211,10 @@ _KIND_VARIABLES = {
     },
 }
 """The extractor fields whose variable depends on the kind: set from the chosen kind's variables only."""
+
+_KIND_SECRETS = {"anthropic": "ANTHROPIC_API_KEY", "anthropic-batch": "ANTHROPIC_API_KEY",
+                 "openai-compatible": "OPENAI_API_KEY"}  # fmt: skip
+"""The variable holding the chosen LLM extractor's key, which its `api_key` field takes as an `EnvVar`."""
 
 
 def _choice(name: str) -> str:
@@ -259,6 +270,7 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
             adapt=_choice("OPRAG_ADAPT"),
             offline_scorer=config.value_or_none("OPRAG_OFFLINE_SCORER"),
             timeout=config.value_or_none("OPRAG_LLM_TIMEOUT"),
+            api_key=_secret(_KIND_SECRETS[kind]) if kind in _KIND_SECRETS else None,
             **by_kind,
         ),
     }

@@ -92,6 +92,11 @@ class EmbedderResource(ConfigurableResource):
         f"{config.declared('OPRAG_EMBED_MODEL').default}); the default is assembled offline, others need a "
         "reachable model hub.",
     )
+    model_path: str | None = Field(
+        default=None,
+        description="Local folder holding the fastembed model `model` names (its ONNX file and tokenizer files), "
+        "loaded from there instead of downloaded; ignored for the offline default.",
+    )
     precision: str | None = Field(
         default=None,
         description="MiniLM's document encoder: 'w8' (8-bit weights, faster) or 'fp32' (unset: env "
@@ -109,17 +114,18 @@ class EmbedderResource(ConfigurableResource):
 
         model = self.model or config.value("OPRAG_EMBED_MODEL")
         precision = self.precision or config.value("OPRAG_EMBED_PRECISION")
-        key = (model, precision)
+        key = (model, precision, self.model_path)
         if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = OfflineEmbedder(model_name=model, precision=precision)
+            _EMBEDDERS[key] = OfflineEmbedder(model_name=model, precision=precision, model_path=self.model_path)
         return _EMBEDDERS[key]
 
     def embed_dense(self, texts):
         return self.embedder().embed_dense(list(texts))
 
 
-_EMBEDDERS: dict[tuple[str, str], Any] = {}
-"""One embedder per model and precision per process: loading the ONNX session costs seconds, a batch milliseconds."""
+_EMBEDDERS: dict[tuple[str, str, str | None], Any] = {}
+"""One embedder per model, precision and model folder per process: loading the ONNX session costs seconds, a batch
+milliseconds."""
 
 
 DEFAULT_BATCH_SIZE = 500

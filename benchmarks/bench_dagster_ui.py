@@ -4,10 +4,12 @@ starting the UI's daemon after `oprag run` launches anything.
 It materializes the demo corpus at a small size into a fresh data directory and `DAGSTER_HOME` (or reuses a
 `--workdir` that already holds one), starts `dagster dev` (webserver and daemon) on 127.0.0.1 on a free port, runs
 the partitioned check `raw_documents / rows_reconcile` for one domain on its own through the UI's GraphQL
-`launchRun` (what the check page's "Execute" button sends), and writes PNGs of: the global asset lineage, the
-Partitions tab of `raw_documents`, the check's result page for that partition, the Automation page and the
-`evaluation_report` asset's page. It prints the runs the daemon launched by itself while the UI was up (after a
-CLI run with nothing changed there should be none) and the check's outcome.
+`launchRun` (Dagster 1.13's check page disables "Execute" for a partitioned check, "not yet supported", and its
+"Execute all" sends no partition, which the check refuses with an explanation), and writes PNGs of: the global
+asset lineage (groups, then expanded), the Partitions tab of `raw_documents`, the check's result page and its
+per-partition view, the check's run, the Automation page and the `evaluation_report` asset's page with its summary.
+It prints the runs the daemon launched by itself while the UI was up (after a CLI run with nothing changed there
+should be none) and the check's outcome.
 
     .venv/bin/python benchmarks/bench_dagster_ui.py [--workdir DIR] [--docs 300] [--out DIR] [--settle 45]
 
@@ -132,7 +134,8 @@ class Dagster:
 
 
 def launch_check(ui: Dagster, partition: str) -> str:
-    """Run the partitioned check alone for one domain, as the check page's "Execute" does; the run's id."""
+    """Run the partitioned check alone for one domain (the job subset the UI would launch, with the partition tag);
+    the run's id."""
     node = ui.graphql(
         "query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode { jobNames } } }",
         {"key": {"path": [CHECKED_ASSET]}},

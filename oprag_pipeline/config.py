@@ -76,6 +76,15 @@ class Variable:
         return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
 
 
+# Defaults of resource fields that no variable sets (the extractor's rating adaptation, `enrich/ratings.py`). They are
+# here, not in the stage module, so `resources.py` can declare its fields without importing a stage at load time.
+MIN_RATED_MENTIONS = 100
+"""Fewer rated mentions than this and the fit is skipped: bench_aspect_model's rating-adaptation curve (TripAdvisor,
+20 hotels held out) reached its gain at 100 mentions, and under the offsets' unit Gaussian prior a handful of labels
+would move them by noise alone."""
+SAMPLE_MENTIONS = 1000
+"""Mentions fitted: the curve was flat from 100 to 1,000, and scoring 1,000 mentions costs about 10 s on 2 cores."""
+
 RESOURCE_KEYS = ("paths", "warehouse", "embedder", "vector_store", "extractor")
 """The keys of `resources.build_resources()`; any other `field` owner is an asset with run config."""
 
@@ -118,7 +127,7 @@ VARIABLES: tuple[Variable, ...] = (
              "seconds an `anthropic-batch` run waits for its Message Batch; documents still processing stay pending "
              "and the next run resumes the batch", default=3600.0, check="always"),
     Variable("ANTHROPIC_API_KEY", "str", "the `anthropic` extractor's API key (its only source)", secret=True,
-             check="anthropic"),
+             field="extractor.api_key", check="anthropic"),
     Variable("ANTHROPIC_BASE_URL", "str", "a proxy or gateway for the Anthropic API", secret=False,
              check="never", read_by="sdk"),
     Variable("OPRAG_ANTHROPIC_MODEL", "str", "the `anthropic` extractor's model", default="claude-sonnet-4-5",
@@ -136,7 +145,7 @@ VARIABLES: tuple[Variable, ...] = (
              default="tools", choices=("tools", "json", "json_schema"), field="extractor.openai_mode",
              check="openai-compatible"),
     Variable("OPENAI_API_KEY", "str", "the `openai-compatible` server's key (a placeholder is sent when unset)",
-             secret=True, check="never"),
+             secret=True, field="extractor.api_key", check="openai-compatible"),
     Variable("OPRAG_OPENAI_PRICE_PER_MTOK", "price", "`input,output` USD per million tokens for cost estimates",
              shown_default="0,0", field="extractor.price_per_mtok", check="openai-compatible"),
     # -- embeddings and the vector store -------------------------------------------------------------------------

@@ -674,7 +674,10 @@ class OfflineEmbedder:
         sparse_backend: str = "fastembed",
         precision: str | None = None,
         query_precision: str = "fp32",
+        model_path: str | Path | None = None,
     ) -> None:
+        """`model_path`: a local folder holding the fastembed model `model_name` names (its ONNX file and tokenizer
+        files), loaded from there instead of downloaded; the offline default ignores it (its folders are assembled)."""
         if sparse_backend not in ("fastembed", "edge"):
             raise ValueError(f"sparse_backend must be 'fastembed' or 'edge', not {sparse_backend!r}")
         self.model_name = model_name or config.value(EMBED_MODEL_ENV)
@@ -683,6 +686,7 @@ class OfflineEmbedder:
         self.sparse_backend = sparse_backend
         self.precision = precision or dense_precision()
         self.query_precision = query_precision
+        self.model_path = Path(model_path) if model_path is not None else None
         for value in (self.precision, self.query_precision):
             if value not in DENSE_VARIANTS:
                 raise ValueError(f"precision must be one of {sorted(DENSE_VARIANTS)}, not {value!r}")
@@ -717,6 +721,8 @@ class OfflineEmbedder:
             kwargs["specific_model_path"] = key
         else:
             key = self.model_name
+            if self.model_path is not None:
+                kwargs["specific_model_path"] = str(self.model_path)
         if key not in self._dense:
             from oprag_pipeline.accelerators import create_session
 
@@ -750,6 +756,28 @@ class OfflineEmbedder:
     def embed_dense_query(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Query vectors, as `embed_dense` but through the query variant and the model's query path."""
         return self._dense_run(texts, batch_size, query=True)
+
+    def document_tokenizer(self) -> Any:
+        """A `tokenizers.Tokenizer` equal to the one the document model embeds with, truncation and padding off: what
+        chunking counts tokens with, so a chunk's token budget is the configured model's, whatever model that is.
+
+        A copy, so the model's own tokenizer keeps its truncation. For the offline default the folder's
+        `tokenizer.json` is read (what fastembed loads from it), without starting the ONNX session; any other model
+        is loaded and fastembed's tokenizer copied."""
+        from tokenizers import Tokenizer
+
+        if self.is_offline_default:
+            if "document" not in self.dense_model_dirs:
+                self.dense_model_dirs["document"] = ensure_dense_model_dir(self.precision)
+            tokenizer = Tokenizer.from_file(str(self.dense_model_dirs["document"] / "tokenizer.json"))
+        else:
+            loaded = getattr(getattr(self._dense_model(query=False), "model", None), "tokenizer", None)
+            if loaded is None:
+                raise RuntimeError(f"fastembed's {self.model_name} exposes no tokenizer to chunk documents with")
+            tokenizer = Tokenizer.from_str(loaded.to_str())
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return tokenizer
 
     def _sparse_model(self) -> Any:
         if self._sparse is None:

@@ -20,7 +20,6 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
 from oprag_pipeline import config, settings
-from oprag_pipeline.enrich import ratings
 
 if TYPE_CHECKING:
     from oprag_pipeline.index.vector_store import CollectionOptions, VectorStore
@@ -93,6 +92,11 @@ class EmbedderResource(ConfigurableResource):
         f"{config.declared('OPRAG_EMBED_MODEL').default}); the default is assembled offline, others need a "
         "reachable model hub.",
     )
+    model_path: str | None = Field(
+        default=None,
+        description="Local folder holding the fastembed model `model` names (its ONNX file and tokenizer files), "
+        "loaded from there instead of downloaded; ignored for the offline default.",
+    )
     precision: str | None = Field(
         default=None,
         description="MiniLM's document encoder: 'w8' (8-bit weights, faster) or 'fp32' (unset: env "
@@ -110,17 +114,18 @@ class EmbedderResource(ConfigurableResource):
 
         model = self.model or config.value("OPRAG_EMBED_MODEL")
         precision = self.precision or config.value("OPRAG_EMBED_PRECISION")
-        key = (model, precision)
+        key = (model, precision, self.model_path)
         if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = OfflineEmbedder(model_name=model, precision=precision)
+            _EMBEDDERS[key] = OfflineEmbedder(model_name=model, precision=precision, model_path=self.model_path)
         return _EMBEDDERS[key]
 
     def embed_dense(self, texts):
         return self.embedder().embed_dense(list(texts))
 
 
-_EMBEDDERS: dict[tuple[str, str], Any] = {}
-"""One embedder per model and precision per process: loading the ONNX session costs seconds, a batch milliseconds."""
+_EMBEDDERS: dict[tuple[str, str, str | None], Any] = {}
+"""One embedder per model, precision and model folder per process: loading the ONNX session costs seconds, a batch
+milliseconds."""
 
 
 DEFAULT_BATCH_SIZE = 500
@@ -164,6 +169,12 @@ class ExtractorResource(ConfigurableResource):
         description="'input,output' USD per million tokens for cost estimates (unset: env "
         "OPRAG_ANTHROPIC_PRICE_PER_MTOK / OPRAG_OPENAI_PRICE_PER_MTOK, else the model's list price).",
     )
+    api_key: str | None = Field(
+        default=None,
+        description="The LLM extractor's API key: an EnvVar (env ANTHROPIC_API_KEY for anthropic and "
+        "anthropic-batch, OPENAI_API_KEY for openai-compatible), never a value, since config is shown in the UI and "
+        "stored with runs; unset reads that variable when the extractor is built.",
+    )
     adapt: str = Field(
         default="none",
         description="none | ratings | llm (env OPRAG_ADAPT): fit the offline model's per-class offsets before "
@@ -172,10 +183,10 @@ class ExtractorResource(ConfigurableResource):
         "adapted model stays local.",
     )
     adapt_sample: int = Field(
-        default=ratings.SAMPLE_MENTIONS, description="Rated mentions fitted (a deterministic sample)."
+        default=config.SAMPLE_MENTIONS, description="Rated mentions fitted (a deterministic sample)."
     )
     adapt_min_mentions: int = Field(
-        default=ratings.MIN_RATED_MENTIONS, description="Fewer rated mentions than this: adaptation is skipped."
+        default=config.MIN_RATED_MENTIONS, description="Fewer rated mentions than this: adaptation is skipped."
     )
 
     def build(self):
@@ -191,6 +202,7 @@ class ExtractorResource(ConfigurableResource):
             timeout=self.timeout,
             openai_mode=self.openai_mode,
             price_per_mtok=price,
+            api_key=self.api_key,
         )
 
 
@@ -205,6 +217,10 @@ _KIND_VARIABLES = {
     },
 }
 """The extractor fields whose variable depends on the kind: set from the chosen kind's variables only."""
+
+_KIND_SECRETS = {"anthropic": "ANTHROPIC_API_KEY", "anthropic-batch": "ANTHROPIC_API_KEY",
+                 "openai-compatible": "OPENAI_API_KEY"}  # fmt: skip
+"""The variable holding the chosen LLM extractor's key, which its `api_key` field takes as an `EnvVar`."""
 
 
 def _choice(name: str) -> str:
@@ -260,6 +276,7 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
             adapt=_choice("OPRAG_ADAPT"),
             offline_scorer=config.value_or_none("OPRAG_OFFLINE_SCORER"),
             timeout=config.value_or_none("OPRAG_LLM_TIMEOUT"),
+            api_key=_secret(_KIND_SECRETS[kind]) if kind in _KIND_SECRETS else None,
             **by_kind,
         ),
     }

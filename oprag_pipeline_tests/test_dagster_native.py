@@ -13,6 +13,7 @@ from oprag_pipeline.asset_metadata import OWNERS
 from oprag_pipeline.cli import dagster_instance
 from oprag_pipeline.definitions import build_definitions
 from oprag_pipeline.ingest.assets import raw_documents
+from oprag_pipeline.ingest.checks import NEEDS_PARTITION
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME, domain_partitions
 from oprag_pipeline.resources import build_resources
 from oprag_pipeline_tests.conftest import write_lines
@@ -45,8 +46,9 @@ def test_every_asset_is_in_the_warehouse_pool(data_dir: Path) -> None:
     assert outside == []
 
 
-def check_only(instance: DagsterInstance, domain: str):
-    """What the UI's "Execute" on a check launches: the domain job cut down to that check, for one partition."""
+def check_only(instance: DagsterInstance, domain: str | None):
+    """What the UI's "Execute" on a check launches: the domain job cut down to that check, for one partition (None:
+    no partition, as the checks tab's "Execute all" launches it)."""
     job = build_definitions().resolve_job_def("domain_refresh_job")
     check = AssetCheckKey(raw_documents.key, "rows_reconcile")
     subset = job.get_subset(asset_selection=set(), asset_check_selection={check})
@@ -84,6 +86,16 @@ def test_rows_reconcile_fails_when_rows_go_missing(data_dir: Path, dagster_insta
     result = check_only(dagster_instance, "hotels")
     [evaluation] = result.get_asset_check_evaluations()
     assert (evaluation.passed, evaluation.partition) == (False, "hotels")
+
+
+def test_rows_reconcile_without_a_partition_fails_saying_what_works(dagster_instance: DagsterInstance) -> None:
+    """The checks tab's "Execute all" sends no partition; the run then fails with the check's own explanation, not
+    Dagster's "Cannot access partition_key for a non-partitioned run"."""
+    result = check_only(dagster_instance, None)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    error = failure.step_failure_data.user_failure_data
+    assert error is not None and error.description == NEEDS_PARTITION
 
 
 def test_assets_carry_standard_metadata(data_dir: Path, dagster_instance: DagsterInstance) -> None:

@@ -37,3 +37,17 @@ def test_registry_store_does_not_load_enrich(module: str) -> None:
     assert module in loaded
     enrich = [m for m in loaded if m == "oprag_pipeline.enrich" or m.startswith("oprag_pipeline.enrich.")]
     assert not enrich, f"{module} pulled in the enrich stage: {enrich[:5]}"
+
+
+STAGES = ("ingest", "registry", "enrich", "index", "evaluate", "generate", "analysis", "demo")
+
+
+def test_resources_load_no_stage_module() -> None:
+    """Every stage imports `resources`; were it to import a stage at load time (it once pulled `enrich.ratings` for
+    two field defaults), loading the ingest would load the enrich stage and its model code with it."""
+    loaded = _loaded_after("oprag_pipeline.resources")
+    assert "oprag_pipeline.resources" in loaded
+    stages = [m for m in loaded if m.startswith("oprag_pipeline.") and m.split(".")[1] in STAGES]
+    assert not stages, f"resources.py pulled in stage modules at import: {stages[:5]}"
+    heavy = [m for m in loaded if m.split(".")[0] in {"numpy", "fastembed", "onnxruntime", "qdrant_client"}]
+    assert not heavy, f"resources.py pulled in {heavy[:5]}"

@@ -201,3 +201,65 @@ def test_sync_reads_a_source_twice_and_writes_in_batches(tmp_path: Path) -> None
         assert store.count("t.dup_kb") == 0  # found before anything is written
     finally:
         store.close()
+
+
+def whole_word_model_dir(target: Path) -> Path:
+    """A fastembed folder in bge-small's layout around MiniLM's ONNX graph, with a tokenizer of whole words (MiniLM's
+    vocabulary, no word pieces): a configured model whose token counts differ from MiniLM's, buildable offline."""
+    import shutil
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from oprag_pipeline.embeddings import ensure_dense_model_dir
+
+    source = ensure_dense_model_dir("fp32")
+    target.mkdir(parents=True)
+    for name in ("config.json", "special_tokens_map.json", "tokenizer_config.json"):
+        shutil.copyfile(source / name, target / name)
+    (target / "model_optimized.onnx").symlink_to(source / "model.onnx")
+    vocab = json.loads(Tokenizer.from_file(str(source / "tokenizer.json")).to_str())["model"]["vocab"]
+    words = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    words.save(str(target / "tokenizer.json"))
+    return target
+
+
+def test_raw_kb_chunks_with_the_configured_embedders_tokenizer(
+    data_dir: Path, dagster_instance: DagsterInstance, tmp_path: Path
+) -> None:
+    """Chunk budgets are counted in the configured embedder's tokens, not MiniLM's whatever the model."""
+    import duckdb
+    from dagster import materialize
+
+    from oprag_pipeline.index.assets import raw_kb
+    from oprag_pipeline.index.chunking import chunk_documents
+    from oprag_pipeline.ingest.assets import raw_documents
+    from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
+    from oprag_pipeline.resources import EmbedderResource, build_resources
+    from oprag_pipeline_tests.conftest import write_lines
+
+    configured = EmbedderResource(
+        model="BAAI/bge-small-en-v1.5", model_path=str(whole_word_model_dir(tmp_path / "whole-words"))
+    )
+    text = " ".join(["Unbelievably uncomfortable mattresses, overpriced minibar snacks and unhelpful staff."] * 6)
+    write_lines(data_dir / "raw/hotels/a.jsonl", [json.dumps({"doc_id": "h1", "text": text})])
+    dagster_instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["hotels"])
+    tokenizer = configured.embedder().document_tokenizer()
+    minilm = EmbedderResource(model=None).embedder().document_tokenizer()
+    assert tokenizer.get_vocab_size() == minilm.get_vocab_size()  # same ids, other token boundaries
+    expected = chunk_documents([("h1", text)], tokenizer, chunk_tokens=16, overlap=0.0)
+    assert len(expected) < len(chunk_documents([("h1", text)], minilm, chunk_tokens=16, overlap=0.0))
+
+    run = materialize(
+        [raw_documents, raw_kb],
+        partition_key="hotels",
+        instance=dagster_instance,
+        resources={**build_resources(data_dir=data_dir), "embedder": configured},
+        run_config={"ops": {"raw_kb": {"config": {"chunk_tokens": 16, "overlap": 0.0}}}},
+    )
+    assert run.success
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        stored = conn.execute(
+            "SELECT chunk_index, char_start, char_end FROM raw_chunks WHERE domain = 'hotels' ORDER BY chunk_index"
+        ).fetchall()
+    assert stored == [(c.index, c.char_start, c.char_end) for c in expected]

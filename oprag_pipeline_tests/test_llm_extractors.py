@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Iterator
 
 import pytest
+from dagster import DagsterInstance, EnvVar, asset, materialize
 
 from oprag_pipeline.enrich import llm
 from oprag_pipeline.enrich.llm import (
@@ -23,6 +24,7 @@ from oprag_pipeline.enrich.llm import (
     to_opinions,
 )
 from oprag_pipeline.registry.matching import locate_quote
+from oprag_pipeline.resources import ExtractorResource, build_resources
 from oprag_pipeline.schema import DocumentInput, RegistryEntity
 from oprag_pipeline_tests.fake_llm_server import (
     LLM_ENVIRONMENT,
@@ -460,3 +462,49 @@ def test_cost_estimates_use_the_price_table_and_overrides(api_key: str, monkeypa
     assert AnthropicExtractor(price_per_mtok=(1.0, 2.0)).estimated_cost_usd(500_000, 500_000) == pytest.approx(1.5)
     monkeypatch.setenv("OPRAG_OPENAI_PRICE_PER_MTOK", "0.5,1.5")
     assert OpenAICompatibleExtractor(model="m").estimated_cost_usd(1_000_000, 1_000_000) == pytest.approx(2.0)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The key as a Dagster resource field
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@asset
+def extracted(extractor: ExtractorResource) -> list[bool]:
+    """One document through the extractor the resource builds; whether each outcome failed."""
+    return [o.failed for o in extractor.build().extract(docs("d1"), ENTITIES)]
+
+
+def test_resource_api_key_reaches_the_client_and_is_shown_by_name_only(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`build_resources` puts the key in the extractor resource as an `EnvVar`; inside the run it is what the SDK
+    client sends (the fake refuses any other key), while the launchpad, the stored run config and the run's event
+    log only ever name the variable."""
+    key = "sk-ant-field-" + secrets.token_hex(12)
+    with FakeLLMServer(api_key=key) as guarded, DagsterInstance.ephemeral() as instance:
+        monkeypatch.setenv("OPRAG_EXTRACTOR", "anthropic")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", guarded.anthropic_base_url)
+        resources = build_resources(data_dir=tmp_path)
+        field = resources["extractor"].api_key
+        assert isinstance(field, EnvVar) and field.env_var_name == "ANTHROPIC_API_KEY"
+        run = materialize([extracted], resources={"extractor": resources["extractor"]}, instance=instance)
+        assert run.output_for_node("extracted") == [False]
+        assert guarded.requests  # the fake answered them, which it does for `key` only
+
+        # the field, not a read of the environment behind it, is the key's way in: another variable named by the
+        # field wins over ANTHROPIC_API_KEY, which now holds a key the fake refuses
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-wrong-000")
+        monkeypatch.setenv("OPRAG_TEST_EXTRACTOR_KEY", key)
+        rerouted = ExtractorResource(kind="anthropic", api_key=EnvVar("OPRAG_TEST_EXTRACTOR_KEY"))
+        assert materialize([extracted], resources={"extractor": rerouted}, instance=instance).output_for_node(
+            "extracted"
+        ) == [False]
+
+        shown = resources["extractor"].get_resource_definition().config_schema.as_field().default_value
+        assert shown["api_key"] == {"env": "ANTHROPIC_API_KEY"}
+        stored = instance.get_run_by_id(run.run_id).run_config
+        logged = " ".join(str(entry) for entry in instance.all_logs(run.run_id))
+        for text in (str(shown), str(stored), logged, repr(resources["extractor"])):
+            assert key not in text

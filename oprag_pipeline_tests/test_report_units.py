@@ -45,6 +45,18 @@ def test_verdict_names_the_closest_retrieval_with_its_ci_entities_and_relevance_
     assert lines[2].startswith("Balanced retrieval was not closer than PM-2")
 
 
+def test_verdict_counts_a_single_entity_in_the_singular() -> None:
+    """A small demo corpus can leave one entity in a comparison; the verdict still reads as prose."""
+    family = [
+        _row("enriched", "pm2", "raw", "hybrid", 6.0, 8.0, -2.0, -2.0, 1.0, 1.0, n=1),
+        _row("enriched", "balanced", "enriched", "pm2", 5.0, 6.0, -1.0, -1.0, 1.0, 1.0, n=1),
+    ]
+    lines = verdict(_data(family))
+    assert "over 1 entity, 10 questions;" in lines[0]
+    assert ", 1 entity, Holm p" in lines[2]
+    assert not any("1 entities" in line for line in lines)
+
+
 def test_verdict_says_when_nothing_beats_plain_rag() -> None:
     family = [_row("enriched", "pm2", "raw", "hybrid", 9.0, 8.0, 0.2, 1.8, 0.04, 0.04)]
     assert verdict(_data(family))[0].startswith("shop: no method came closer than plain RAG")

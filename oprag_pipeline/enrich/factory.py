@@ -21,8 +21,11 @@ def build_extractor(
     timeout: float | None = None,
     openai_mode: str | None = None,
     price_per_mtok: tuple[float, float] | None = None,
+    api_key: str | None = None,
 ) -> Extractor:
-    """The extractor `kind` names; every option left None takes its environment default (see `config.py`)."""
+    """The extractor `kind` names; every option left None takes its environment default (see `config.py`).
+
+    `api_key` is the LLM extractors' key as the resource resolved it (never logged; None reads the environment)."""
     if kind == "offline":
         from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer
 
@@ -32,7 +35,9 @@ def build_extractor(
             raise ValueError(f"OPRAG_OFFLINE_SCORER must be 'model' or 'vader', not {scorer!r}")
         return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None)
     options: dict[str, Any] = {"max_concurrency": max_concurrency}
-    for name, chosen in (("model", model), ("timeout", timeout), ("price_per_mtok", price_per_mtok)):
+    for name, chosen in (
+        ("model", model), ("timeout", timeout), ("price_per_mtok", price_per_mtok), ("api_key", api_key)
+    ):
         if chosen is not None:
             options[name] = chosen
     if kind in ("anthropic", "anthropic-batch"):

@@ -30,8 +30,9 @@ Both send one request per document through instructor, so the answer is validate
 - **Cache identity.** `version` hashes the prompt templates, the response schema, the model id and the sampling
   settings, because results are cached by (content hash, registry version, extractor name, extractor version).
 
-Secrets: API keys come only from the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`), are never stored on the
-extractor, never logged, and are redacted from failure reasons and from the log records of the libraries involved.
+Secrets: API keys come only from the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`; in a Dagster run through
+the extractor resource's `EnvVar` field, resolved in the run's process), are never stored on the extractor, never
+logged, and are redacted from failure reasons and from the log records of the libraries involved.
 """
 
 from __future__ import annotations
@@ -1013,11 +1014,14 @@ class AnthropicExtractor(_LLMExtractor):
         *,
         force_tool: bool | None = None,
         prompt_cache: bool = True,
+        api_key: str | None = None,
         **settings: Any,
     ) -> None:
-        """`settings` are `LLMOptions` fields, applied over `options`."""
+        """`settings` are `LLMOptions` fields, applied over `options`. `api_key` is the resolved value of the
+        extractor resource's `EnvVar("ANTHROPIC_API_KEY")`; None reads that variable here. It goes to the SDK client
+        only: it is not kept on the extractor, where a repr or a log line could show it."""
         options = replace(options or LLMOptions(), **settings)
-        api_key = config.raw("ANTHROPIC_API_KEY")
+        api_key = api_key or config.raw("ANTHROPIC_API_KEY")
         if not api_key:
             raise MissingCredentialsError(
                 "ANTHROPIC_API_KEY is not set: the anthropic extractor reads its API key only from the environment "
@@ -1233,9 +1237,12 @@ class OpenAICompatibleExtractor(_LLMExtractor):
         *,
         mode: OpenAIMode | None = None,
         temperature: float | None = 0.0,
+        api_key: str | None = None,
         **settings: Any,
     ) -> None:
-        """`settings` are `LLMOptions` fields, applied over `options`."""
+        """`settings` are `LLMOptions` fields, applied over `options`. `api_key` is the resolved value of the
+        extractor resource's `EnvVar("OPENAI_API_KEY")`; None reads that variable here (a placeholder when unset).
+        It goes to the SDK client only, never onto the extractor."""
         options = replace(options or LLMOptions(), **settings)
         model = options.model or config.raw("OPRAG_OPENAI_MODEL")
         if not model:
@@ -1262,7 +1269,7 @@ class OpenAICompatibleExtractor(_LLMExtractor):
         # The endpoint is not part of the identity: the same model served by Ollama or vLLM answers the same.
         self.version = self._fingerprint(provider="openai-compatible", mode=chosen_mode, temperature=temperature)
 
-        api_key = config.raw("OPENAI_API_KEY") or OPENAI_PLACEHOLDER_KEY
+        api_key = api_key or config.raw("OPENAI_API_KEY") or OPENAI_PLACEHOLDER_KEY
         _register_secret(api_key)
         client = self._sdk_client(openai, openai.OpenAI, api_key=api_key, base_url=self.base_url)
         instructor_mode = {

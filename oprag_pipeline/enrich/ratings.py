@@ -33,6 +33,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from oprag_pipeline.config import MIN_RATED_MENTIONS, SAMPLE_MENTIONS
 from oprag_pipeline.enrich.aspect_model import LABELS, fit_label_bias, rating_weak_label
 from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
 from oprag_pipeline.schema import rounded_cost
@@ -42,12 +43,8 @@ ADAPT_MODES = ("none", "ratings", "llm")
 # Star scale of `rating` and `rating_<aspect>`: the 1-5 stars of review sites. A value outside it is not counted
 # (it belongs to another scale, which the weak-label rule would misread), and the skipped count is reported.
 RATING_SCALE = (1.0, 5.0)
-# Fewer labels than this and the fit is skipped: bench_aspect_model's rating-adaptation curve (TripAdvisor, 20
-# hotels held out) reached its gain at 100 mentions, and under the offsets' unit Gaussian prior a handful of labels
-# would move them by noise alone.
-MIN_RATED_MENTIONS = 100
-# Mentions fitted: the curve was flat from 100 to 1,000, and scoring 1,000 mentions costs about 10 s on 2 cores.
-SAMPLE_MENTIONS = 1000
+# The fit's sample size and minimum are defaults of the extractor resource's fields, so they live in `config.py` (the
+# resources read them there without importing this stage module); why these values is said there.
 # Offsets are stored and versioned at 0.01 logit (it moves a probability by at most 0.25 percentage points), so a
 # refit on a near-identical sample keeps the extractor version and the cache.
 OFFSET_DECIMALS = 2

@@ -631,7 +631,10 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
         "generation_fidelity",  # the report's generation section
         "answer_preference",
     ],
-    description="`reports/<domain>/`: metrics.json, report.md, report.html and PNG plots (also shown here).",
+    description="The domain's evaluation report: a verdict (which retrieval came closest to the corpus's opinions "
+    "against gold, with its entity-level CI and relevance cost), the declared comparisons with Holm-corrected p, "
+    "per-entity W1 and the plots. Written to `reports/<domain>/` (report.html, report.md, metrics.json, PNGs); the "
+    "`summary` and `plot_*` entries below show them here.",
 )
 def evaluation_report(
     context: AssetExecutionContext, warehouse: DuckDBResource, paths: DataDirResource

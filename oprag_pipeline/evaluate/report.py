@@ -94,6 +94,11 @@ class WrittenReport:
     verdict: list[str] = field(default_factory=list)
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """`1 entity`, `5 entities`: a small demo corpus often yields a single entity, and the verdict is read as prose."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def _fmt(value: Any, kind: str = "num") -> str:
     if value is None:
         return "—"
@@ -232,7 +237,7 @@ def verdict(data: Mapping[str, Any]) -> list[str]:
             f"{_fmt(coverage.get(('relevance_hybrid_rank', v)))} vs "
             f"{_fmt(coverage.get(('relevance_hybrid_rank', PLAIN_RAG)))}"
         )
-        n = f"{best['n_entities']} entities, {best['n_questions']} questions"
+        n = f"{_count(best['n_entities'], 'entity', 'entities')}, {_count(best['n_questions'], 'question')}"
         # the tests average each entity's questions first; the summary table averages all questions, so the two
         # figures differ where entities have different question counts: say both, so neither reads as a mistake
         raw_mean = coverage.get((metric, PLAIN_RAG))
@@ -268,7 +273,8 @@ def verdict(data: Mapping[str, Any]) -> list[str]:
         closer = "closer than" if duel["mean_difference"] < 0 else "not closer than"
         lines.append(
             f"Balanced retrieval was {closer} PM-2 ({duel['treatment_mean']:.2f} vs {duel['baseline_mean']:.2f}, "
-            f"{_effect(duel)}, {duel['n_entities']} entities, Holm p = {_fmt(duel['p_holm'], 'p')})."
+            f"{_effect(duel)}, {_count(duel['n_entities'], 'entity', 'entities')}, "
+            f"Holm p = {_fmt(duel['p_holm'], 'p')})."
         )
     return lines
 

@@ -111,14 +111,9 @@ def raw_kb(
     embedder: EmbedderResource,
     vector_store: VectorStoreResource,
 ):
-    from tokenizers import Tokenizer
-
-    from oprag_pipeline.embeddings import ensure_dense_model_dir
-
     domain = context.partition_key
-    tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir() / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
+    # chunk sizes are counted in the configured embedder's own tokens
+    tokenizer = embedder.embedder().document_tokenizer()
     with warehouse.get_connection() as conn:
         conn.execute(RAW_CHUNKS_DDL)
         docs = conn.execute(

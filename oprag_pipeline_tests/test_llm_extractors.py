@@ -152,7 +152,11 @@ def test_openai_compatible_happy_path(server: FakeLLMServer, monkeypatch: pytest
 
 
 def test_concurrency_is_bounded(api_key: str) -> None:
-    with FakeLLMServer(latency=0.15) as slow:
+    # c0 goes alone (the probe); c1 and c2 are then each held in flight until the other has arrived, so two
+    # requests are in flight together whatever the machine's speed, and the bound is what keeps it from being more
+    with FakeLLMServer(latency=0.05) as slow:
+        slow.hold("c1", until=slow.arrival("c2"))
+        slow.hold("c2", until=slow.arrival("c1"))
         batch = [DocumentInput(f"c{i}", "The breakfast was great.", f"h{i}") for i in range(6)]
         outcomes = anthropic(slow, max_concurrency=2).extract(batch, ENTITIES)
     assert not any(o.failed for o in outcomes)

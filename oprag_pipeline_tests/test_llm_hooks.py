@@ -8,6 +8,7 @@ are measured where they happen.
 from __future__ import annotations
 
 import secrets
+import threading
 import tomllib
 from pathlib import Path
 
@@ -58,20 +59,33 @@ def anthropic(server: FakeLLMServer, **options: object) -> AnthropicExtractor:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def test_a_429_pauses_every_worker_then_the_sdk_retry_succeeds() -> None:
-    with FakeLLMServer(latency=0.2) as server:
+def test_a_429_pauses_every_worker_then_the_sdk_retry_succeeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The order is set by events, not by latencies: d2's 429 is answered once the other worker's d1 has arrived,
+    # and d1 is held in flight until the client's response hook has read that 429 (and so set the pause). Every
+    # request sent after that, on any worker, must then wait out the pause.
+    paused = threading.Event()
+    read_response = llm._RequestGuard.on_response
+
+    def watched(self: llm._RequestGuard, response: object) -> None:
+        read_response(self, response)
+        if getattr(response, "status_code", None) == 429:
+            paused.set()
+
+    monkeypatch.setattr(llm._RequestGuard, "on_response", watched)
+    with FakeLLMServer() as server:
         server.fail_doc("d2", rate_limited(retry_after="1"))
+        server.hold("d2", until=server.arrival("d1"))
+        server.hold("d1", until=paused)
         outcomes = anthropic(server, max_concurrency=2).extract(documents(8), ENTITIES)
         requests = list(server.requests)
 
-    assert not any(o.failed for o in outcomes)
+    assert paused.is_set() and not any(o.failed for o in outcomes)
     limited, retried = [r for r in requests if r.doc_id == "d2"]
     assert limited.fault == "rate_limit" and retried.fault is None
     assert limited.answered is not None and retried.started >= limited.answered + 1.0
-    # No request may start inside the pause once the client has read the 429 (the other worker may already have
-    # sent one while the 429 was on its way back, hence the margin); and some did start after it, on other documents.
-    later = [r for r in requests if r.started > limited.answered + 0.2 and r.doc_id != "d2"]
-    assert later, "the batch should go on after the pause"
+    # d0 (alone) and d1 were sent before the 429; every other request was sent once the pause was known
+    later = [r for r in requests if r.doc_id not in ("d0", "d1") and r is not limited]
+    assert sorted(r.doc_id for r in later) == ["d2", "d3", "d4", "d5", "d6", "d7"]
     assert all(r.started >= limited.answered + 1.0 for r in later)
 
 

@@ -7,6 +7,7 @@ are measured where they happen.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import tomllib
@@ -28,7 +29,6 @@ from oprag_pipeline_tests.fake_llm_server import (
     LLM_ENVIRONMENT,
     FakeLLMServer,
     auth_error,
-    hang,
     invalid_json,
     rate_limited,
     server_error,
@@ -116,19 +116,35 @@ def test_an_auth_or_unknown_model_error_aborts_without_retries(status: int) -> N
 
 
 def test_an_abort_stops_the_pending_sdk_retries_of_other_documents() -> None:
-    # The first request to arrive hangs past the client timeout on one worker, the second gets a 401 at once on the
-    # other: the SDK's retry of the hung one, due after the timeout, is stopped by the request hook instead of sent.
+    # One worker's d0 gets a retryable 500, the other's d1 a 401: the SDK's retry of d0 is stopped by the request
+    # hook instead of sent. The order is set by events: d1's 401 is answered once d0 has arrived, and d0's 500 only
+    # once the extractor has recorded d1's failure (its log line), so the abort is known before the retry is due.
     # (A blank first document sends no probe, so the two workers' requests are the first the server sees.)
+    recorded = threading.Event()
+
+    class _Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("document d1 left pending"):
+                recorded.set()
+
+    watch = _Watch(logging.WARNING)
+    logging.getLogger("oprag_pipeline").addHandler(watch)
     batch = [DocumentInput("blank", "   ", "h"), *documents(2)]
-    with FakeLLMServer(hang_seconds=30.0) as server:
-        server.fail_next(hang(), auth_error())
-        outcomes = anthropic(server, timeout=2.0, max_attempts=3, max_concurrency=2).extract(batch, ENTITIES)
-        requests = list(server.requests)
-    assert [r.fault for r in requests] == ["hang", "auth_error"]  # no retry of either
+    try:
+        with FakeLLMServer() as server:
+            server.fail_doc("d0", server_error(500))
+            server.always("d1", auth_error())
+            server.hold("d1", until=server.arrival("d0"))
+            server.hold("d0", until=recorded)
+            outcomes = anthropic(server, max_attempts=3, max_concurrency=2).extract(batch, ENTITIES)
+            requests = list(server.requests)
+    finally:
+        logging.getLogger("oprag_pipeline").removeHandler(watch)
+    assert recorded.is_set()
+    assert sorted((r.doc_id, r.fault) for r in requests) == [("d0", "server_error"), ("d1", "auth_error")]
     by_id = {o.doc_id: o for o in outcomes}
-    hung, rejected = by_id[requests[0].doc_id], by_id[requests[1].doc_id]
-    assert hung.failed and hung.failure_reason.startswith("stopped after 1 request(s): HTTP 401")
-    assert rejected.failed and "HTTP 401" in rejected.failure_reason
+    assert by_id["d0"].failed and by_id["d0"].failure_reason.startswith("stopped after 1 request(s): HTTP 401")
+    assert by_id["d1"].failed and "HTTP 401" in by_id["d1"].failure_reason
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -17,6 +17,17 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OPRAG_MODEL_DIR", str(CHECKOUT / "data" / "models"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (`-n 2`) each worker gets a Dagster home of its own: the workers inherit one DAGSTER_HOME
+    from scripts/test.sh, and two processes migrating one SQLite run storage at once fail each other. The model
+    cache is shared on purpose: its assembly is locked and builds once (test_concurrent_assembly_builds_once)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        import tempfile
+
+        os.environ["DAGSTER_HOME"] = tempfile.mkdtemp(prefix=f"oprag-dagster-{worker}-")
+
+
 def shared_corpus(name: str) -> Path:
     """A corpus from ../shared/data, or a skip that says why it is missing."""
     path = SHARED_DATA / name

@@ -16,6 +16,10 @@ Faults are scripted per request sequence (`fail_next`) or per document id (`fail
 document, `always` until `heal`): 429 with `retry-after` / `retry-after-ms`, 5xx, a hang past the client timeout, a
 200 with an invalid JSON body, a schema-invalid tool input, an authentication error, and extra opinions appended to an
 otherwise normal answer (for ungrounded or proposed entities).
+
+Ordering without clocks: `hold(doc_id, until)` keeps a document's request in flight until an event is set, and
+`arrival(doc_id)` is an event set when a request for a document arrives; tests of concurrency and aborts use them to
+put requests in a known order, instead of a latency and a margin that a loaded machine can overrun.
 """
 
 from __future__ import annotations
@@ -291,6 +295,9 @@ class FakeLLMServer:
         self._ids = itertools.count(1)
         self._in_flight = 0
         self.max_in_flight = 0
+        self._holds: dict[str, threading.Event] = {}
+        self.hold_timeout = 60.0
+        self._arrivals: dict[str, threading.Event] = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         # Message Batches: id -> (requests, results as JSONL lines); a batch reads "in_progress" for the first
@@ -373,6 +380,18 @@ class FakeLLMServer:
         with self._lock:
             self._targets[doc_id] = [dict(t) for t in targets]
 
+    def hold(self, doc_id: str, until: threading.Event, timeout: float = 60.0) -> None:
+        """Requests for this document stay in flight (unanswered) until `until` is set; after `timeout` seconds
+        they are answered anyway, so a client that never sets it fails the test's assertions instead of hanging."""
+        with self._lock:
+            self._holds[doc_id] = until
+        self.hold_timeout = timeout
+
+    def arrival(self, doc_id: str) -> threading.Event:
+        """An event set as soon as a request for this document has been received."""
+        with self._lock:
+            return self._arrivals.setdefault(doc_id, threading.Event())
+
     def heal(self) -> None:
         with self._lock:
             self._script = _Script()
@@ -441,6 +460,11 @@ class FakeLLMServer:
             record.doc_id, _ = parse_document(record.document_message)
         with self._lock:
             self.requests.append(record)
+            arrived = self._arrivals.setdefault(record.doc_id or "", threading.Event())
+            held = self._holds.get(record.doc_id or "")
+        arrived.set()
+        if held is not None:
+            held.wait(self.hold_timeout)
         if not isinstance(body, dict):
             self._send_error(handler, api, 400, "invalid_request_error", "body is not a JSON object")
             return

@@ -26,6 +26,17 @@ def test_every_dependency_names_an_asset_of_the_definitions() -> None:
     assert not dangling, f"dependencies on assets that do not exist: {sorted(dangling)}"
 
 
+def test_every_asset_check_targets_an_asset_of_the_definitions() -> None:
+    """An asset check (standalone `@asset_check(asset=...)` or a spec on an asset) names its target by key too; a
+    wrong name would leave the check attached to an asset nothing materializes, so it never runs."""
+    graph = build_definitions().resolve_asset_graph()
+    materializable = {key for key in graph.get_all_asset_keys() if graph.get(key).is_materializable}
+    checks = set(graph.asset_check_keys)
+    assert any(c.name == "rows_reconcile" for c in checks)  # the standalone checks were really read
+    orphans = sorted(f"{c.asset_key.to_user_string()}:{c.name}" for c in checks if c.asset_key not in materializable)
+    assert not orphans, f"asset checks on assets that do not exist: {orphans}"
+
+
 def test_the_pipeline_runs_from_ingest_to_the_report() -> None:
     """The graph is one chain, not islands: the report is downstream of ingest."""
     graph = build_definitions().resolve_asset_graph()

@@ -315,16 +315,23 @@ def test_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
 def test_concurrent_assembly_builds_once(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
-        import sys, time
+        import os, sys, time
         from pathlib import Path
         from oprag_pipeline import embeddings
 
+        root = Path(sys.argv[1])
+
         def slow_build(tmp):
-            (Path(sys.argv[1]) / "builds").open("a").write("x")
-            time.sleep(0.5)
+            (root / "builds").open("a").write("x")
+            # the build goes on until every process has asked for the model, so all four contend for it whatever
+            # the machine's speed (the deadline only keeps a broken run from hanging)
+            deadline = time.monotonic() + 60
+            while len(list(root.glob("asked-*"))) < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
             (tmp / "done").write_text("ok")
 
-        folder = embeddings._assemble(Path(sys.argv[1]) / "model", lambda f: (f / "done").exists(), slow_build)
+        (root / f"asked-{os.getpid()}").write_text("")
+        folder = embeddings._assemble(root / "model", lambda f: (f / "done").exists(), slow_build)
         print(folder)
         """
     )
@@ -335,5 +342,6 @@ def test_concurrent_assembly_builds_once(tmp_path: Path) -> None:
     outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert set(outputs) == {str(tmp_path / "model")}
+    assert len(list(tmp_path.glob("asked-*"))) == 4
     assert (tmp_path / "builds").read_text() == "x"
     assert (tmp_path / "model" / "done").read_text() == "ok"

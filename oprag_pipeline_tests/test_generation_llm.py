@@ -18,7 +18,9 @@ from oprag_pipeline.generate.llm_writer import write_with_llm
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, scripted
 from oprag_pipeline_tests.test_generation_units import PASSAGES, context, passage
 
-FAST = {"timeout": 2.0, "validation_retries": 1, "max_attempts": 2}
+# No test here scripts a hang, so the timeout only has to outlast a loaded machine: a short one would turn a
+# happy path into a retry and break the request counts.
+FAST = {"timeout": 10.0, "validation_retries": 1, "max_attempts": 2}
 
 
 @pytest.fixture(params=["anthropic", "openai-compatible"])

@@ -6,7 +6,9 @@ first 401 came back); now the first document goes alone, and no worker sends any
 
 from __future__ import annotations
 
+import logging
 import secrets
+import threading
 
 import pytest
 
@@ -42,19 +44,33 @@ def test_wrong_key_costs_one_request_whatever_the_pool_size(workers: int) -> Non
 
 
 def test_key_revoked_mid_batch_sends_nothing_after_the_401() -> None:
-    # 1 s per answer: the thread that read the 401 has that long to raise the abort before the other worker is free.
-    with FakeLLMServer(latency=1.0) as server:
-        server.always("d3", auth_error())  # answered at once, while the other worker waits on its slow answer
-        extractor = AnthropicExtractor(base_url=server.anthropic_base_url, max_concurrency=2, **FAST)
-        outcomes = extractor.extract(documents(12), ENTITIES)
-        requests = list(server.requests)
-    rejected = next(r for r in requests if r.doc_id == "d3")
-    # A request the other worker sent while the 401 was on its way back was already in flight; none may start once
-    # the 401 has been answered (a loaded machine may still take a moment to read it, hence the margin).
-    after = [r.doc_id for r in requests if r.started > rejected.answered + 0.2]
-    assert after == []
-    sent = {r.doc_id for r in requests}
-    assert len(sent) <= 5 and "d11" not in sent  # the probe, two rounds of two workers, then nothing
-    for outcome in outcomes:
-        if outcome.doc_id not in sent:
-            assert outcome.failed and "not attempted" in outcome.failure_reason
+    # d0 goes alone; then one worker's d1 is held in flight while the other worker's d2 gets the 401 (answered only
+    # once d1 has arrived, so both are sent before the abort). d1 is released only once the extractor has recorded
+    # d2's failure (its log line), so the abort is known by then: the worker freed by d1, and the one that read the
+    # 401, must both send nothing more.
+    recorded = threading.Event()
+
+    class _Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("document d2 left pending"):
+                recorded.set()
+
+    watch = _Watch(logging.WARNING)
+    logging.getLogger("oprag_pipeline").addHandler(watch)
+    try:
+        with FakeLLMServer() as server:
+            server.always("d2", auth_error())
+            server.hold("d1", until=recorded)
+            server.hold("d2", until=server.arrival("d1"))
+            extractor = AnthropicExtractor(base_url=server.anthropic_base_url, max_concurrency=2, **FAST)
+            outcomes = extractor.extract(documents(12), ENTITIES)
+            requests = list(server.requests)
+    finally:
+        logging.getLogger("oprag_pipeline").removeHandler(watch)
+    assert recorded.is_set(), "the 401 was never recorded as d2's failure"
+    assert sorted(r.doc_id for r in requests) == ["d0", "d1", "d2"]
+    by_id = {o.doc_id: o for o in outcomes}
+    assert not by_id["d0"].failed and not by_id["d1"].failed
+    assert "HTTP 401" in by_id["d2"].failure_reason
+    for doc_id in (f"d{i}" for i in range(3, 12)):
+        assert by_id[doc_id].failed and "not attempted" in by_id[doc_id].failure_reason

@@ -31,7 +31,9 @@ TARGETS = {
     "g3": [("battery", "My battery swelled"), ("customer support team", "Support never answered")],
     "g4": [("Screen", "Great screen"), ("battery", "the battery lasts two days")],
 }
-FAST = {"timeout": 0.5, "validation_retries": 1, "max_attempts": 3}
+# No test here scripts a hang, so the timeout only has to outlast a loaded machine: a short one would turn a
+# happy path into a retry and break the request counts.
+FAST = {"timeout": 10.0, "validation_retries": 1, "max_attempts": 3}
 
 
 @pytest.fixture

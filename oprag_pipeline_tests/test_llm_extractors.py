@@ -154,7 +154,11 @@ def test_openai_compatible_happy_path(server: FakeLLMServer, monkeypatch: pytest
 
 
 def test_concurrency_is_bounded(api_key: str) -> None:
-    with FakeLLMServer(latency=0.15) as slow:
+    # c0 goes alone (the probe); c1 and c2 are then each held in flight until the other has arrived, so two
+    # requests are in flight together whatever the machine's speed, and the bound is what keeps it from being more
+    with FakeLLMServer(latency=0.05) as slow:
+        slow.hold("c1", until=slow.arrival("c2"))
+        slow.hold("c2", until=slow.arrival("c1"))
         batch = [DocumentInput(f"c{i}", "The breakfast was great.", f"h{i}") for i in range(6)]
         outcomes = anthropic(slow, max_concurrency=2).extract(batch, ENTITIES)
     assert not any(o.failed for o in outcomes)
@@ -217,12 +221,14 @@ def test_persistent_5xx_gives_up_after_max_attempts(server: FakeLLMServer, api_k
 
 def test_hang_times_out_then_retries(server: FakeLLMServer, api_key: str) -> None:
     server.fail_doc("d1", hang())
-    outcomes = anthropic(server, timeout=1.0).extract(docs("d1"), ENTITIES)
+    # 2 s: short enough for the hang to cost little, long enough that the retry's own (normal) answer on a loaded
+    # machine does not time out too and add a third request
+    outcomes = anthropic(server, timeout=2.0).extract(docs("d1"), ENTITIES)
 
     assert not outcomes[0].failed and outcomes[0].opinions
     first, second = server.requests_for("d1")
     assert first.fault == "hang"
-    assert second.started - first.started >= 1.0
+    assert second.started - first.started >= 2.0
 
 
 def test_invalid_json_body_is_retried(server: FakeLLMServer, api_key: str) -> None:
@@ -394,7 +400,8 @@ def test_api_key_never_logged_nor_in_failures(
     server.fail_doc("d1", rate_limited(retry_after="0"), server_error(), hang())
     server.always("d2", schema_invalid())
     server.always("d3", auth_error(echo_key=True))  # a proxy that echoes the key it rejected
-    outcomes = anthropic(server, max_concurrency=1, timeout=1.0).extract(docs("d1", "d2", "d3", "d4"), ENTITIES)
+    # timeout 2 s: the hang costs little, and d1's final normal answer cannot time out on a loaded machine
+    outcomes = anthropic(server, max_concurrency=1, timeout=2.0).extract(docs("d1", "d2", "d3", "d4"), ENTITIES)
 
     assert any(r.headers.get("authorization") == f"Bearer {api_key}" for r in server.requests)  # it was sent
     assert not outcomes[0].failed

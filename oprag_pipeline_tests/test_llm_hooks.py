@@ -7,7 +7,9 @@ are measured where they happen.
 
 from __future__ import annotations
 
+import logging
 import secrets
+import threading
 import tomllib
 from pathlib import Path
 
@@ -27,7 +29,6 @@ from oprag_pipeline_tests.fake_llm_server import (
     LLM_ENVIRONMENT,
     FakeLLMServer,
     auth_error,
-    hang,
     invalid_json,
     rate_limited,
     server_error,
@@ -58,20 +59,33 @@ def anthropic(server: FakeLLMServer, **options: object) -> AnthropicExtractor:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def test_a_429_pauses_every_worker_then_the_sdk_retry_succeeds() -> None:
-    with FakeLLMServer(latency=0.2) as server:
+def test_a_429_pauses_every_worker_then_the_sdk_retry_succeeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The order is set by events, not by latencies: d2's 429 is answered once the other worker's d1 has arrived,
+    # and d1 is held in flight until the client's response hook has read that 429 (and so set the pause). Every
+    # request sent after that, on any worker, must then wait out the pause.
+    paused = threading.Event()
+    read_response = llm._RequestGuard.on_response
+
+    def watched(self: llm._RequestGuard, response: object) -> None:
+        read_response(self, response)
+        if getattr(response, "status_code", None) == 429:
+            paused.set()
+
+    monkeypatch.setattr(llm._RequestGuard, "on_response", watched)
+    with FakeLLMServer() as server:
         server.fail_doc("d2", rate_limited(retry_after="1"))
+        server.hold("d2", until=server.arrival("d1"))
+        server.hold("d1", until=paused)
         outcomes = anthropic(server, max_concurrency=2).extract(documents(8), ENTITIES)
         requests = list(server.requests)
 
-    assert not any(o.failed for o in outcomes)
+    assert paused.is_set() and not any(o.failed for o in outcomes)
     limited, retried = [r for r in requests if r.doc_id == "d2"]
     assert limited.fault == "rate_limit" and retried.fault is None
     assert limited.answered is not None and retried.started >= limited.answered + 1.0
-    # No request may start inside the pause once the client has read the 429 (the other worker may already have
-    # sent one while the 429 was on its way back, hence the margin); and some did start after it, on other documents.
-    later = [r for r in requests if r.started > limited.answered + 0.2 and r.doc_id != "d2"]
-    assert later, "the batch should go on after the pause"
+    # d0 (alone) and d1 were sent before the 429; every other request was sent once the pause was known
+    later = [r for r in requests if r.doc_id not in ("d0", "d1") and r is not limited]
+    assert sorted(r.doc_id for r in later) == ["d2", "d3", "d4", "d5", "d6", "d7"]
     assert all(r.started >= limited.answered + 1.0 for r in later)
 
 
@@ -102,19 +116,35 @@ def test_an_auth_or_unknown_model_error_aborts_without_retries(status: int) -> N
 
 
 def test_an_abort_stops_the_pending_sdk_retries_of_other_documents() -> None:
-    # The first request to arrive hangs past the client timeout on one worker, the second gets a 401 at once on the
-    # other: the SDK's retry of the hung one, due after the timeout, is stopped by the request hook instead of sent.
+    # One worker's d0 gets a retryable 500, the other's d1 a 401: the SDK's retry of d0 is stopped by the request
+    # hook instead of sent. The order is set by events: d1's 401 is answered once d0 has arrived, and d0's 500 only
+    # once the extractor has recorded d1's failure (its log line), so the abort is known before the retry is due.
     # (A blank first document sends no probe, so the two workers' requests are the first the server sees.)
+    recorded = threading.Event()
+
+    class _Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("document d1 left pending"):
+                recorded.set()
+
+    watch = _Watch(logging.WARNING)
+    logging.getLogger("oprag_pipeline").addHandler(watch)
     batch = [DocumentInput("blank", "   ", "h"), *documents(2)]
-    with FakeLLMServer(hang_seconds=30.0) as server:
-        server.fail_next(hang(), auth_error())
-        outcomes = anthropic(server, timeout=2.0, max_attempts=3, max_concurrency=2).extract(batch, ENTITIES)
-        requests = list(server.requests)
-    assert [r.fault for r in requests] == ["hang", "auth_error"]  # no retry of either
+    try:
+        with FakeLLMServer() as server:
+            server.fail_doc("d0", server_error(500))
+            server.always("d1", auth_error())
+            server.hold("d1", until=server.arrival("d0"))
+            server.hold("d0", until=recorded)
+            outcomes = anthropic(server, max_attempts=3, max_concurrency=2).extract(batch, ENTITIES)
+            requests = list(server.requests)
+    finally:
+        logging.getLogger("oprag_pipeline").removeHandler(watch)
+    assert recorded.is_set()
+    assert sorted((r.doc_id, r.fault) for r in requests) == [("d0", "server_error"), ("d1", "auth_error")]
     by_id = {o.doc_id: o for o in outcomes}
-    hung, rejected = by_id[requests[0].doc_id], by_id[requests[1].doc_id]
-    assert hung.failed and hung.failure_reason.startswith("stopped after 1 request(s): HTTP 401")
-    assert rejected.failed and "HTTP 401" in rejected.failure_reason
+    assert by_id["d0"].failed and by_id["d0"].failure_reason.startswith("stopped after 1 request(s): HTTP 401")
+    assert by_id["d1"].failed and "HTTP 401" in by_id["d1"].failure_reason
 
 
 # --------------------------------------------------------------------------------------------------------------------

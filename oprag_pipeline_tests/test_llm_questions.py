@@ -12,7 +12,9 @@ from oprag_pipeline.evaluate.llm_questions import generate_with_llm
 from oprag_pipeline.evaluate.questions import QUESTION_TYPES, QuestionEntity, generate_questions
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, rate_limited, schema_invalid, server_error
 
-FAST = {"timeout": 0.5, "validation_retries": 1, "max_attempts": 3}
+# No test here scripts a hang, so the timeout only has to outlast a loaded machine: a short one would turn a
+# happy path into a retry and break the request counts.
+FAST = {"timeout": 10.0, "validation_retries": 1, "max_attempts": 3}
 ENTITIES = [
     QuestionEntity("e1", "breakfast", ("breakfast buffet",), "restaurant"),
     QuestionEntity("e2", "front desk", ("reception",), None),

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite (sets up .venv first when needed). Extra arguments go to pytest.
+# The whole test suite (sets up .venv first when needed). Extra arguments go to pytest: `-m "not slow" -n 2` is the
+# fast tier on two worker processes. The full suite (CI) stays in one process: its end-to-end runs, subprocess kills
+# and lock races are the tests a second busy worker on a 2-core machine would slow past their deadlines.
 source "$(dirname "$0")/_env.sh"
 # The `oprag serve` browser test drives Debian's chromium (a test tool's own browser download is unreachable here):
 # install it where this machine can (root with apt), else that one test skips and says why.

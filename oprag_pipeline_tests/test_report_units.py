@@ -111,3 +111,14 @@ def test_each_figure_is_drawn_when_its_data_is_there_and_only_then(tmp_path) -> 
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in drawn)
     no_headline = _plots({**data, "significance": [], "coverage_k20": []}, tmp_path)
     assert [p.name for p in no_headline] == ["depth_curves.png", "fairness.png"]
+
+
+def test_one_entity_claims_no_interval_and_few_entities_say_no_test_can_succeed() -> None:
+    one = [_row("enriched", "balanced", "raw", "hybrid", 0.9, 1.6, -0.7, -0.7, 1.0, 1.0, n=1)]
+    line = verdict(_data(one))[0]
+    assert "no CI (1 entity)" in line and "[-0.70, -0.70]" not in line
+    assert "smallest possible p is 1" in line
+    five = [_row("enriched", "balanced", "raw", "hybrid", 0.9, 1.6, -0.9, -0.5, 0.0625, 0.0625, n=5)]
+    assert "smallest possible p is 0.0625" in verdict(_data(five))[0]  # 2 / 2^5
+    six = [_row("enriched", "balanced", "raw", "hybrid", 0.9, 1.6, -0.9, -0.5, 0.03125, 0.03125, n=6)]
+    assert "smallest possible p" not in verdict(_data(six))[0] and "[-0.90, -0.50]" in verdict(_data(six))[0]

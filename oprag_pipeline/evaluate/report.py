@@ -199,8 +199,30 @@ def family_rows(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted((r for r in data["significance"] if r["family"] == "headline"), key=position)
 
 
+def _ci_text(row: Mapping[str, Any]) -> str:
+    """The CI as "[low, high]"; over a single entity there is nothing to resample, so no interval is claimed
+    (the bootstrap returns the one value twice, which would read as certainty)."""
+    if (row.get("n_entities") or 0) < 2:
+        return "no CI (1 entity)"
+    return f"[{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]"
+
+
 def _effect(row: Mapping[str, Any]) -> str:
-    return f"Δ {row['mean_difference']:+.2f} (95% CI [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}])"
+    ci = _ci_text(row)
+    return f"Δ {row['mean_difference']:+.2f} ({ci if ci.startswith('no') else '95% CI ' + ci})"
+
+
+def _too_few_entities(row: Mapping[str, Any]) -> str:
+    """A sentence when the entity count cannot give p < α at all: the exact two-sided Wilcoxon signed-rank test
+    over n entities has 2^(1−n) as its smallest p, so below 6 entities no difference can be significant."""
+    n = row.get("n_entities") or 0
+    smallest = 2.0 ** (1 - n) if n else 1.0
+    if smallest < ALPHA:
+        return ""
+    return (
+        f" With {_count(n, 'entity', 'entities')} no test over entities can reach p < {ALPHA:g} (the smallest "
+        f"possible p is {smallest:.3g}): the figures are to read, not findings."
+    )
 
 
 def _significant(row: Mapping[str, Any]) -> bool:
@@ -259,13 +281,14 @@ def verdict(data: Mapping[str, Any]) -> list[str]:
                 f"({best['relative_change_label']}; means over entities{question_means}), {_effect(best)} over {n}; "
                 "Wilcoxon over entities "
                 f"p = {_fmt(best['p_value'], 'p')}, Holm p = {_fmt(best['p_holm'], 'p')} ({strength})."
+                + _too_few_entities(best)
             )
         else:
             lines.append(
                 f"{data['domain']}: no method came closer than plain RAG ({what}, k = 20, "
                 f"{best['baseline_mean']:.2f}); the best, {VARIANT_LABELS[v]}, had {best['treatment_mean']:.2f} "
                 f"(means over entities{question_means}), {_effect(best)} over {n}, "
-                f"Holm p = {_fmt(best['p_holm'], 'p')}."
+                f"Holm p = {_fmt(best['p_holm'], 'p')}." + _too_few_entities(best)
             )
         lines.append(f"Relevance cost of {VARIANT_LABELS[v]} against plain RAG: {cost}.")
     duel = next((r for r in family if (r["baseline"], r["baseline_mode"]) == ("enriched", "pm2")), None)
@@ -477,7 +500,7 @@ def family_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Sect
             _fmt(r["baseline_mean"]),
             _fmt(r["treatment_mean"]),
             f"{r['mean_difference']:+.2f}",
-            f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]",
+            _ci_text(r),
             r["relative_change_label"],
             _fmt(r["p_value"], "p"),
             _fmt(r["p_holm"], "p"),
@@ -593,7 +616,7 @@ def exploratory_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list
             str(r["n_entities"]),
             _fmt(r["baseline_mean"]),
             _fmt(r["treatment_mean"]),
-            f"{r['mean_difference']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]",
+            f"{r['mean_difference']:+.2f} {_ci_text(r)}",
             _fmt(r["p_value"], "p"),
         ]
         for r in sorted(

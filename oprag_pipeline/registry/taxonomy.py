@@ -1,8 +1,11 @@
 """From mined candidates to a stable 3-tier entity registry (tier1 → tier2 → entity, with aliases).
 
-Clustering is scipy's average-linkage hierarchy over cosine distances of the candidates' embeddings, cut at three
-heights: tight (the same target written differently: "front desk", "reception desk"), looser (one aspect area:
-"front desk", "check-in", "concierge"), loosest (a top-level category). String similarity is folded into the
+Clustering is scipy's average-linkage hierarchy over cosine distances of the candidates' embeddings, cut at two
+heights: tight (the same target written differently: "front desk", "reception desk") and looser (one aspect area:
+"front desk", "check-in", "concierge"). The top tier is not a third cut: each tier 2 is filed under one of a few
+broad classes of general English by its members' affinity to several anchor nouns per class, or under "other
+topics" when no class clearly leads (see `CATEGORIES`); a cut at a loose height chained unrelated areas together and
+then named them all after whichever class their blurred centroid was nearest. String similarity is folded into the
 distance so typos and plural or compound variants merge even when their embeddings disagree.
 
 Stability is the point of `update_registry`: ids already issued are never renumbered or reused. New mentions
@@ -31,7 +34,7 @@ class ClusterThresholds:
 
     entity: float = 0.3
     tier2: float = 0.5
-    tier1: float = 0.62
+    tier1: float = 0.62  # a later entity this near an existing one shares its tier 1 (see `_reuse_nearest_tiers`)
     map_to_existing: float = 0.25  # a new candidate joins an existing entity within this distance of its centroid
 
 
@@ -160,32 +163,65 @@ def combined_distances(keys: Sequence[str], vectors: np.ndarray, same: Sequence[
     return distances
 
 
-CATEGORIES: dict[str, str] = {
-    "people and service": "staff, service, employee, support, help",
-    "food and drink": "food, drink, meal, dish, taste",
-    "place and surroundings": "place, area, building, space, neighbourhood",
-    "objects and equipment": "device, equipment, furniture, part, material",
-    "qualities": "quality, condition, size, comfort, appearance",
-    "price and money": "price, cost, fee, payment, value for money",
-    "activities and processes": "process, procedure, delivery, booking, waiting",
-    "information and communication": "information, communication, message, website, connection",
-    "content and ideas": "content, story, idea, writing, character",
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    name: tuple(anchors.split())
+    for name, anchors in {
+        "people and service": "staff employee worker waiter manager assistant service support team owner",
+        "food and drink": "food meal dish drink beverage taste flavour menu snack dessert",
+        "places and buildings": "place area location building room neighbourhood street city view surroundings",
+        "objects and equipment": "device equipment furniture tool part machine appliance material fabric accessory",
+        "qualities": "quality condition size comfort appearance cleanliness noise speed durability smell",
+        "price and money": "price cost fee payment charge refund rate money budget value",
+        "activities and processes": "process procedure delivery booking waiting shipping installation setup arrival "
+        "transport",
+        "information and communication": "information communication message website connection internet software "
+        "app account phone",
+        "content and ideas": "content story idea writing character plot book author music film",
+    }.items()
 }
 """Readable tier-1 names: broad noun classes of general English (after WordNet's lexicographer files, merged to a
-handful), each embedded with a few general nouns of the class so the embedding has more than a label to go by.
-A tier-1 group takes the class nearest its centroid, and groups of the same class are one tier 1; the tiers below
-are named by their own most discussed entities, so no path repeats one word three times."""
+handful), each with ten general nouns of the class as anchors. An entity's affinity to a class is the mean cosine
+of its three nearest anchors: one label phrase embedded as a whole let a single accidental neighbour decide ("speed"
+under price and money, "bathroom & towels" under food and drink), while several anchors have to agree."""
+
+OTHER_CATEGORY = "other topics"
+"""The tier 1 of a tier 2 that no class clearly fits: an honest "unsorted" rather than a wrong class."""
+
+CATEGORY_TOP_ANCHORS = 3
+CATEGORY_MARGIN = 0.02
+"""A tier 2 goes to its best class only when that class leads the runner-up by this much (in mean anchor cosine,
+weighted over its entities); otherwise to `OTHER_CATEGORY`. Between MiniLM's cosines of related and unrelated nouns
+(about 0.3 to 0.6) a lead under 0.02 is a tie: "battery life" is as near to price as to qualities, "check-in" as
+near to communication as to places, and a tie filed either way reads wrong half the time."""
 
 
-def _categories_of(centroids: np.ndarray, tier1_labels: np.ndarray, embed: Embed) -> np.ndarray:
-    """Each group's tier-1 label replaced by the index of the category nearest its tier-1 cluster's centroid."""
-    described = [f"{name}: {examples}" for name, examples in CATEGORIES.items()]
-    category_vectors = _normalised(np.asarray(embed(described), dtype=np.float64))
-    result = np.array(tier1_labels, copy=True)
-    for label in set(int(t) for t in tier1_labels):
-        members = [p for p in range(len(tier1_labels)) if int(tier1_labels[p]) == label]
-        centroid = _normalised(centroids[members].mean(axis=0, keepdims=True))[0]
-        result[members] = int(np.argmax(category_vectors @ centroid))
+def category_affinities(names: Sequence[str], embed: Embed) -> np.ndarray:
+    """(len(names), len(CATEGORIES)): each name's mean cosine to its `CATEGORY_TOP_ANCHORS` nearest anchors of each
+    class (see `CATEGORIES`)."""
+    anchors = [(c, word) for c, words in enumerate(CATEGORIES.values()) for word in words]
+    anchor_vectors = _normalised(np.asarray(embed([w for _, w in anchors]), dtype=np.float64))
+    classes = np.array([c for c, _ in anchors])
+    similarities = _normalised(np.asarray(embed(list(names)), dtype=np.float64)) @ anchor_vectors.T
+    result = np.zeros((len(names), len(CATEGORIES)))
+    for c in range(len(CATEGORIES)):
+        nearest = np.sort(similarities[:, classes == c], axis=1)[:, ::-1][:, :CATEGORY_TOP_ANCHORS]
+        result[:, c] = nearest.mean(axis=1)
+    return result
+
+
+def _categories_of(names: Sequence[str], weights: Sequence[int], tier2_labels: np.ndarray, embed: Embed) -> np.ndarray:
+    """The tier-1 index of each group: its tier 2's class (affinities of the tier 2's entities, weighted by their
+    documents), or `OTHER_CATEGORY` (index len(CATEGORIES)) when no class leads by `CATEGORY_MARGIN`. Deciding per
+    tier 2, not per entity, keeps every tier 2 inside one tier 1."""
+    affinities = category_affinities(names, embed)
+    result = np.zeros(len(names), dtype=int)
+    for label in set(int(t) for t in tier2_labels):
+        members = [p for p in range(len(names)) if int(tier2_labels[p]) == label]
+        member_weights = np.array([max(1, weights[p]) for p in members], dtype=np.float64)
+        scores = (affinities[members] * member_weights[:, None]).sum(axis=0) / member_weights.sum()
+        ranked = np.argsort(scores)[::-1]
+        decided = scores[ranked[0]] - scores[ranked[1]] >= CATEGORY_MARGIN
+        result[members] = int(ranked[0]) if decided else len(CATEGORIES)
     return result
 
 
@@ -265,7 +301,6 @@ def build_entities(
     centroids = np.stack([_normalised(vectors[members]).mean(axis=0) for members in ordered])
     group_distances = cosine_distances(centroids)
     tier2_labels = hierarchical_labels(group_distances, thresholds.tier2)
-    tier1_labels = hierarchical_labels(group_distances, thresholds.tier1)
     # A multi-word target sits under its head's tier 2 when the head is an entity: "front desk staff" with "staff",
     # "rooftop bar" with "bar" (English compounds are head-final: the head is the last word, or the longest tail
     # that is an entity). "battery life" and "battery" are not linked: "battery" is the modifier.
@@ -276,15 +311,16 @@ def build_entities(
             head = group_of_key.get(" ".join(words[k:]))
             if head is not None:
                 tier2_labels[position] = tier2_labels[head]
-                tier1_labels[position] = tier1_labels[head]
                 break
     group_names = [
         candidates[max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))].name
         for members in ordered
     ]
-    tier1_labels = _categories_of(centroids, tier1_labels, embed)
+    tier1_labels = _categories_of(
+        group_names, [sum(candidates[m].doc_frequency for m in members) for members in ordered], tier2_labels, embed
+    )
     _file_qualities_under_qualities(ordered, candidates, tier1_labels, tier2_labels)
-    tier1_names = dict(enumerate(CATEGORIES))
+    tier1_names = dict(enumerate([*CATEGORIES, OTHER_CATEGORY]))
     tier2_names: dict[int, str] = {}
     for position in range(len(ordered)):  # frequency order: a tier 2 is named by its two most discussed entities
         label = int(tier2_labels[position])

@@ -404,5 +404,3 @@ def batches_of_records(cursor: duckdb.DuckDBPyConnection, size: int) -> Iterator
 def table_exists(conn: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether the warehouse holds `table` (readers of optional tables ask before querying them)."""
     return bool(_stored_columns(conn, table))
-
-

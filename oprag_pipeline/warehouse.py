@@ -350,6 +350,7 @@ def insert_rows(conn: duckdb.DuckDBPyConnection, table: str, rows: Rows, **const
     replaced = [f"${key} AS {key}" for key in constants if key in present]
     added = [f"${key} AS {key}" for key in constants if key not in present]
     select = ", ".join([f"* REPLACE ({', '.join(replaced)})" if replaced else "*", *added])
+    conn.complete()  # a caller's earlier `fetchone()` leaves its result open, and DuckDB then refuses `register`
     conn.register(name, relation)
     try:
         conn.execute(f"INSERT INTO {table} BY NAME SELECT {select} FROM {name}", constants or None)

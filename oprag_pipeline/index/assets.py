@@ -26,14 +26,7 @@ from oprag_pipeline.index.sync import SourcePoint, collection_name, sync_collect
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
-
-RAW_CHUNKS_DDL = """
-CREATE TABLE IF NOT EXISTS raw_chunks (
-    domain VARCHAR NOT NULL, point_key VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, chunk_index INTEGER NOT NULL,
-    char_start INTEGER NOT NULL, char_end INTEGER NOT NULL, entity_scope VARCHAR, text VARCHAR NOT NULL
-);
-"""
-
+from oprag_pipeline.warehouse import ensure_tables, records, replace_rows
 
 VECTOR_CACHE_ENV = "OPRAG_VECTOR_CACHE_DIR"
 ENRICHED_DENSE_ENV = "OPRAG_ENRICHED_DENSE"
@@ -120,41 +113,41 @@ def raw_kb(
     tokenizer.no_truncation()
     tokenizer.no_padding()
     with warehouse.get_connection() as conn:
-        conn.execute(RAW_CHUNKS_DDL)
-        docs = conn.execute(
-            "SELECT doc_id, text, entity_scope, created_at FROM raw_documents WHERE domain = ? ORDER BY doc_id",
-            [domain],
-        ).fetchall()
-        meta = {d[0]: (d[2], d[3]) for d in docs}
+        ensure_tables(conn, "raw_chunks")
+        docs = records(
+            conn.execute(
+                "SELECT doc_id, text, entity_scope FROM raw_documents WHERE domain = ? ORDER BY doc_id",
+                [domain],
+            )
+        )
+        scope = {d["doc_id"]: d["entity_scope"] for d in docs}
         chunks = []
         for start in range(0, len(docs), 5000):
             chunks.extend(
                 chunk_documents(
-                    [(d[0], d[1]) for d in docs[start : start + 5000]],
+                    [(d["doc_id"], d["text"]) for d in docs[start : start + 5000]],
                     tokenizer,
                     chunk_tokens=config.chunk_tokens,
                     overlap=config.overlap,
                 )
             )
-        conn.execute("BEGIN TRANSACTION")
-        conn.execute("DELETE FROM raw_chunks WHERE domain = ?", [domain])
-        conn.executemany(
-            "INSERT INTO raw_chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        replace_rows(
+            conn,
+            "raw_chunks",
             [
-                [
-                    domain,
-                    f"{c.doc_id}#{c.index}",
-                    c.doc_id,
-                    c.index,
-                    c.char_start,
-                    c.char_end,
-                    meta[c.doc_id][0],
-                    c.text,
-                ]
+                {
+                    "point_key": f"{c.doc_id}#{c.index}",
+                    "doc_id": c.doc_id,
+                    "chunk_index": c.index,
+                    "char_start": c.char_start,
+                    "char_end": c.char_end,
+                    "entity_scope": scope[c.doc_id],
+                    "text": c.text,
+                }
                 for c in chunks
             ],
+            domain=domain,
         )
-        conn.execute("COMMIT")
     context.log.info(f"{domain}: {len(docs):,} documents → {len(chunks):,} chunks of ≤ {config.chunk_tokens} tokens")
     points = [
         SourcePoint(
@@ -166,7 +159,7 @@ def raw_kb(
                 "chunk_index": c.index,
                 "char_start": c.char_start,
                 "char_end": c.char_end,
-                "entity_scope": meta[c.doc_id][0],
+                "entity_scope": scope[c.doc_id],
             },
         )
         for c in chunks

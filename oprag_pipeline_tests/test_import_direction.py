@@ -37,3 +37,12 @@ def test_registry_store_does_not_load_enrich(module: str) -> None:
     assert module in loaded
     enrich = [m for m in loaded if m == "oprag_pipeline.enrich" or m.startswith("oprag_pipeline.enrich.")]
     assert not enrich, f"{module} pulled in the enrich stage: {enrich[:5]}"
+
+
+def test_the_warehouse_module_loads_no_stage() -> None:
+    """Every stage imports `oprag_pipeline.warehouse`; it must import none of them back."""
+    loaded = _loaded_after("oprag_pipeline.warehouse")
+    assert "oprag_pipeline.warehouse" in loaded
+    stages = {"ingest", "registry", "enrich", "index", "evaluate", "generate", "analysis", "importers", "demo"}
+    offenders = [m for m in loaded if m.startswith("oprag_pipeline.") and m.split(".")[1] in stages]
+    assert not offenders, f"oprag_pipeline.warehouse pulled in stage modules: {offenders[:5]}"

@@ -17,7 +17,7 @@ from oprag_pipeline.registry.llm_bootstrap import bootstrap_candidates
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, update_registry
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
 from oprag_pipeline.schema import cost_label
-from oprag_pipeline.warehouse import replace_rows
+from oprag_pipeline.warehouse import records, replace_rows
 
 LLM_EXTRACTORS = ("anthropic", "anthropic-batch", "openai-compatible")
 
@@ -86,22 +86,24 @@ def extraction_sample(
     domain = context.partition_key
     with warehouse.get_connection() as conn:
         store.ensure_tables(conn)
-        rows = conn.execute(
-            SAMPLE_SQL,
-            {
-                "domain": domain,
-                "seed": config.seed,
-                "sentences": config.sentences,
-                "min_documents": config.min_documents,
-                "max_documents": config.max_documents,
-            },
-        ).to_arrow_table()
+        rows = records(
+            conn.execute(
+                SAMPLE_SQL,
+                {
+                    "domain": domain,
+                    "seed": config.seed,
+                    "sentences": config.sentences,
+                    "min_documents": config.min_documents,
+                    "max_documents": config.max_documents,
+                },
+            )
+        )
         replace_rows(conn, "extraction_sample", rows, domain=domain)
         strata = conn.execute(
             "SELECT count(DISTINCT stratum) FROM extraction_sample WHERE domain = ?", [domain]
         ).fetchone()[0]
-    context.log.info(f"{domain}: sampled {rows.num_rows:,} documents across {strata:,} strata")
-    return MaterializeResult(metadata={"documents": rows.num_rows, "strata": int(strata)})
+    context.log.info(f"{domain}: sampled {len(rows):,} documents across {strata:,} strata")
+    return MaterializeResult(metadata={"documents": len(rows), "strata": int(strata)})
 
 
 class CandidateConfig(Config):

@@ -229,8 +229,8 @@ REBUILT_ON_CHANGE = frozenset(
         "metric_significance",
     }
 )
-"""Tables that are wholly derived and rewritten per domain by every run of their asset, so a changed column (other
-than one merely missing) drops and recreates them rather than stopping the run."""
+"""Tables that are wholly derived and rewritten per domain by every run of their asset, so any change of their
+columns drops and recreates them (as the evaluation stage always did) rather than migrating or stopping the run."""
 
 
 class SchemaMismatch(RuntimeError):
@@ -275,13 +275,15 @@ def ensure_tables(conn: duckdb.DuckDBPyConnection, *tables: str) -> None:
 
     Migration policy, per table:
     - missing: created as declared;
+    - in `REBUILT_ON_CHANGE` (wholly derived, rewritten by its asset on every run) and different from its
+      declaration in any way, column order included: dropped and recreated, so it is exactly the contract;
     - a declared column missing (a warehouse made before it was added): added with `ALTER TABLE ... ADD COLUMN`, at
       the end and nullable (old rows have no value for it; DuckDB cannot add a NOT NULL column to stored rows);
       writes match columns by name, so the position does not matter to the pipeline;
     - a declared-nullable column stored NOT NULL (a constraint since relaxed): the constraint is dropped;
-    - anything else (a column the declaration lacks, or of another type): tables in `REBUILT_ON_CHANGE` are dropped
-      and recreated (every row of them is derived and rewritten by its asset); any other table raises
-      `SchemaMismatch` naming the table and columns, since its rows may be the only copy of what a run paid for.
+    - anything else (a column the declaration lacks, or of another type): `SchemaMismatch` naming the table and the
+      columns, nothing changed, since its rows may be the only copy of what a run paid for (extractions, the
+      registry's stable ids).
     """
     for table in tables:
         wanted = declared_columns(table)
@@ -289,15 +291,16 @@ def ensure_tables(conn: duckdb.DuckDBPyConnection, *tables: str) -> None:
         if not have:
             conn.execute(ddl(table))
             continue
+        if table in REBUILT_ON_CHANGE:
+            if have != wanted:
+                conn.execute(f"DROP TABLE {table}")
+                conn.execute(ddl(table))
+            continue
         stored = {name: (kind, nullable) for name, kind, nullable in have}
         declared = {name for name, _, _ in wanted}
         unknown = [name for name in stored if name not in declared]
         retyped = [name for name, kind, _ in wanted if name in stored and stored[name][0] != kind]
         if unknown or retyped:
-            if table in REBUILT_ON_CHANGE:
-                conn.execute(f"DROP TABLE {table}")
-                conn.execute(ddl(table))
-                continue
             raise SchemaMismatch(
                 f"warehouse table {table}: stored columns differ from oprag_pipeline/warehouse.py "
                 f"(not declared: {unknown or 'none'}; type changed: {retyped or 'none'}); migrate or rebuild it"

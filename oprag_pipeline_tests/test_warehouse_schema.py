@@ -142,6 +142,11 @@ def test_a_table_changed_beyond_missing_columns_is_rebuilt_if_derived_else_refus
         assert conn.execute("SELECT count(*) FROM question_metrics").fetchone() == (0,)
         with pytest.raises(warehouse.SchemaMismatch, match=r"raw_documents.*legacy"):
             warehouse.ensure_tables(conn, "raw_documents")
+        assert _columns(conn)["raw_documents"] == ["domain VARCHAR", "doc_id VARCHAR", "legacy INTEGER"]  # untouched
+        # a derived table merely missing a column is rebuilt too, so it keeps the contract's order and NOT NULLs
+        _old_table(conn, "retrieval_runs", drop="score")
+        warehouse.ensure_tables(conn, "retrieval_runs")
+        assert _columns(conn)["retrieval_runs"] == CONTRACT["retrieval_runs"]
 
 
 @dataclass

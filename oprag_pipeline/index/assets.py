@@ -190,31 +190,38 @@ EXPORT_BATCH_ROWS = 20_000
 DenseMode = Literal["joint", "composed"]
 
 
-def _entity_point(domain: str, r: tuple, *, enriched: bool, dense: DenseMode = "joint") -> SourcePoint:
-    payload = {"domain": domain, "doc_id": r[1], "entity_id": r[2], "entity_scope": r[13]}
+def _entity_point(domain: str, r: dict, *, enriched: bool, dense: DenseMode = "joint") -> SourcePoint:
+    """One `ENTITY_DOCS_SQL` row (by column name) as a vector-store point."""
+    payload = {"domain": domain, "doc_id": r["doc_id"], "entity_id": r["entity_id"], "entity_scope": r["entity_scope"]}
     if enriched:
-        author = json.loads(r[12]) if r[12] else {}
+        author = json.loads(r["author_attributes"]) if r["author_attributes"] else {}
         payload.update(
             {
-                "entity_name": r[3],
-                "tier1_name": r[4],
-                "tier2_name": r[5],
-                "sentiment": r[6],
-                "intensity": r[7],
-                "impact": r[8],
-                "emotions": list(r[9]),
-                "evidence_type": r[10],
-                "sentiment_intensity": r[11],
+                **{name: r[name] for name in ENRICHED_PAYLOAD},
+                "emotions": list(r["emotions"]),
                 **{f"author_{k}": v for k, v in author.items()},
             }
         )
     if not enriched:
-        return SourcePoint(key=r[0], text=r[15], payload=payload)
-    text, relevant = r[14], r[15] or ""
+        return SourcePoint(key=r["point_key"], text=r["relevant_text"], payload=payload)
+    text, relevant = r["text"], r["relevant_text"] or ""
     parts = None
     if dense == "composed" and relevant and text.endswith(relevant):
         parts = (text[: len(text) - len(relevant)], relevant)  # the metadata header, and the entity-split text
-    return SourcePoint(key=r[0], text=text, payload=payload, dense_parts=parts)
+    return SourcePoint(key=r["point_key"], text=text, payload=payload, dense_parts=parts)
+
+
+ENRICHED_PAYLOAD = (
+    "entity_name",
+    "tier1_name",
+    "tier2_name",
+    "sentiment",
+    "intensity",
+    "impact",
+    "evidence_type",
+    "sentiment_intensity",
+)
+"""Columns of `enriched_entity_docs` the enriched KB's payload carries as they are (besides emotions, authors)."""
 
 
 def _export_entity_docs(conn, domain: str, path: Path) -> int:
@@ -230,7 +237,7 @@ def _export_entity_docs(conn, domain: str, path: Path) -> int:
 
 def _entity_points(path: Path, domain: str, *, enriched: bool, dense: DenseMode = "joint") -> Iterator[SourcePoint]:
     for batch in pq.ParquetFile(path).iter_batches(batch_size=EXPORT_BATCH_ROWS):
-        for r in zip(*(column.to_pylist() for column in batch.columns), strict=True):
+        for r in batch.to_pylist():
             yield _entity_point(domain, r, enriched=enriched, dense=dense)
 
 

@@ -137,11 +137,9 @@ def indexed(tmp_path: Path):
     warehouse = tmp_path / "warehouse.duckdb"
     with duckdb.connect(str(warehouse)) as conn:
         _documents(conn, [(f"r{i}", _author(i)) for i in range(N_POINTS)], domain="hotels")
-        from oprag_pipeline.enrich.authors import SQL as AUTHORS_SQL
-        from oprag_pipeline.enrich.store import OPINIONS_SQL
+        from oprag_pipeline.warehouse import ensure_tables
 
-        conn.execute(OPINIONS_SQL)
-        conn.execute(AUTHORS_SQL)
+        ensure_tables(conn, "opinions", "author_attributes")
     store = EdgeVectorStore(tmp_path / "qdrant")
     for kb in ("raw", "enriched"):
         name = f"hotels.{kb}_kb"
@@ -254,10 +252,9 @@ def test_query_command_fair_mode_and_its_weight(data_dir: Path, monkeypatch: pyt
     from click.testing import CliRunner
 
     from oprag_pipeline.cli import main
-    from oprag_pipeline.enrich.authors import SQL as AUTHORS_SQL
-    from oprag_pipeline.enrich.store import OPINIONS_SQL
     from oprag_pipeline.index.sync import SourcePoint, sync_collection
     from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.warehouse import ensure_tables
 
     monkeypatch.delenv("QDRANT_URL", raising=False)
     monkeypatch.setenv("DAGSTER_HOME", str(data_dir.parent / "dagster_home"))
@@ -265,8 +262,7 @@ def test_query_command_fair_mode_and_its_weight(data_dir: Path, monkeypatch: pyt
     docs += [(f"g{n}", f"guest{n}", text) for n, text in enumerate(OTHERS)]
     with duckdb.connect(str(data_dir / "warehouse.duckdb")) as conn:
         _documents(conn, [(doc_id, author) for doc_id, author, _ in docs], domain="hotels")
-        conn.execute(OPINIONS_SQL)
-        conn.execute(AUTHORS_SQL)
+        ensure_tables(conn, "opinions", "author_attributes")
     store = EdgeVectorStore(data_dir / "qdrant")
     try:
         points = [

@@ -39,7 +39,7 @@ def test_registry_store_does_not_load_enrich(module: str) -> None:
     assert not enrich, f"{module} pulled in the enrich stage: {enrich[:5]}"
 
 
-STAGES = ("ingest", "registry", "enrich", "index", "evaluate", "generate", "analysis", "demo")
+STAGES = ("ingest", "registry", "enrich", "index", "evaluate", "generate", "analysis", "importers", "demo")
 
 
 def test_resources_load_no_stage_module() -> None:
@@ -51,3 +51,11 @@ def test_resources_load_no_stage_module() -> None:
     assert not stages, f"resources.py pulled in stage modules at import: {stages[:5]}"
     heavy = [m for m in loaded if m.split(".")[0] in {"numpy", "fastembed", "onnxruntime", "qdrant_client"}]
     assert not heavy, f"resources.py pulled in {heavy[:5]}"
+
+
+def test_the_warehouse_module_loads_no_stage() -> None:
+    """Every stage imports `oprag_pipeline.warehouse`; it must import none of them back."""
+    loaded = _loaded_after("oprag_pipeline.warehouse")
+    assert "oprag_pipeline.warehouse" in loaded
+    offenders = [m for m in loaded if m.startswith("oprag_pipeline.") and m.split(".")[1] in STAGES]
+    assert not offenders, f"oprag_pipeline.warehouse pulled in stage modules: {offenders[:5]}"

@@ -244,8 +244,13 @@ def test_enriched_points_compose_from_header_and_entity_split_text() -> None:
         intensity="medium", impact="low", emotions=["disappointment"], evidence_type="personal_experience",
         sentiment_intensity=-20, author={"traveller_type": "family"},
     )  # fmt: skip
-    row = ("d1::e1", "d1", "e1", "pool", "facilities", None, "negative", "medium", "low", ["disappointment"],
-           "personal_experience", -20, '{"traveller_type": "family"}', "hotel 1", text, relevant)  # fmt: skip
+    row = {
+        "point_key": "d1::e1", "doc_id": "d1", "entity_id": "e1", "entity_name": "pool", "tier1_name": "facilities",
+        "tier2_name": None, "sentiment": "negative", "intensity": "medium", "impact": "low",
+        "emotions": ["disappointment"], "evidence_type": "personal_experience", "sentiment_intensity": -20,
+        "author_attributes": '{"traveller_type": "family"}', "entity_scope": "hotel 1", "text": text,
+        "relevant_text": relevant,
+    }  # fmt: skip
     joint = _entity_point("t", row, enriched=True)
     composed = _entity_point("t", row, enriched=True, dense="composed")
     split = _entity_point("t", row, enriched=False)

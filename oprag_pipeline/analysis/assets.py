@@ -29,49 +29,16 @@ from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever, attach_opinions
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, VectorStoreResource
+from oprag_pipeline.warehouse import ensure_tables, replace_rows
 
 GROUP = "analysis"
 
-DDL = """
-CREATE TABLE IF NOT EXISTS opinion_windows (
-    domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, entity_name VARCHAR NOT NULL, window_start DATE NOT NULL,
-    window_end DATE NOT NULL, n INTEGER NOT NULL, positive DOUBLE NOT NULL, neutral DOUBLE NOT NULL,
-    negative DOUBLE NOT NULL, mean_sigma DOUBLE, w1_previous DOUBLE, p_adjusted DOUBLE, shift_flagged BOOLEAN NOT NULL
-);
-CREATE TABLE IF NOT EXISTS opinion_shifts (
-    domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, shift_start DATE NOT NULL,
-    shift_end DATE, w1 DOUBLE NOT NULL, mean_before DOUBLE NOT NULL, mean_after DOUBLE NOT NULL
-);
-CREATE TABLE IF NOT EXISTS source_concentration (
-    domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, entity_name VARCHAR NOT NULL, n_opinions INTEGER NOT NULL,
-    n_authors INTEGER NOT NULL, top_author_share DOUBLE NOT NULL, effective_authors DOUBLE NOT NULL,
-    duplicate_clusters INTEGER NOT NULL, duplicated_opinions INTEGER NOT NULL, votes DOUBLE NOT NULL,
-    mean_sigma DOUBLE NOT NULL, mean_sigma_bounded DOUBLE NOT NULL, w1_bounded_vs_unweighted DOUBLE NOT NULL
-);
-CREATE TABLE IF NOT EXISTS source_weighted_pop (
-    domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, sentiment_intensity INTEGER NOT NULL,
-    unweighted_share DOUBLE NOT NULL, bounded_share DOUBLE NOT NULL, bounded_count INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS fairness_tradeoff (
-    domain VARCHAR NOT NULL, variant VARCHAR NOT NULL, group_share DOUBLE, k INTEGER NOT NULL, w1 DOUBLE NOT NULL,
-    coverage_matched DOUBLE NOT NULL, questions INTEGER NOT NULL, gold BOOLEAN NOT NULL
-);
-"""
-
-
-def _replace(conn, table: str, domain: str, rows: list[list]) -> None:
-    """One domain's rows of an analysis table, replaced in one transaction (every row is derived)."""
-    conn.execute("BEGIN TRANSACTION")
-    conn.execute(f"DELETE FROM {table} WHERE domain = ?", [domain])
-    if rows:
-        marks = ", ".join("?" * len(rows[0]))
-        conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-    conn.execute("COMMIT")
+TABLES = ("opinion_windows", "opinion_shifts", "source_concentration", "source_weighted_pop", "fairness_tradeoff")
+"""The analyses' tables, declared in `oprag_pipeline/warehouse.py`; every row is derived and replaced per domain."""
 
 
 def _ensure(conn) -> None:
-    for statement in filter(str.strip, DDL.split(";")):
-        conn.execute(statement)
+    ensure_tables(conn, *TABLES)
 
 
 PLOT_FOLDER = "analysis"  # under reports/<domain>/, so the evaluation report's own plots stay as they are
@@ -156,27 +123,35 @@ def opinion_timelines(
             for i, w in enumerate(t.windows):
                 s, b = w.shares(), tests.get(i)
                 window_rows.append(
-                    [
-                        domain,
-                        t.entity_id,
-                        t.entity_name,
-                        w.start,
-                        w.end,
-                        w.n,
-                        s["positive"],
-                        s["neutral"],
-                        s["negative"],
-                        w.mean(),
-                        b.w1 if b else None,
-                        b.p_adjusted if b else None,
-                        bool(b and b.significant),
-                    ]
+                    {
+                        "entity_id": t.entity_id,
+                        "entity_name": t.entity_name,
+                        "window_start": w.start,
+                        "window_end": w.end,
+                        "n": w.n,
+                        "positive": s["positive"],
+                        "neutral": s["neutral"],
+                        "negative": s["negative"],
+                        "mean_sigma": w.mean(),
+                        "w1_previous": b.w1 if b else None,
+                        "p_adjusted": b.p_adjusted if b else None,
+                        "shift_flagged": bool(b and b.significant),
+                    }
                 )
             shift_rows += [
-                [domain, t.entity_id, s.kind, s.start, s.end, s.w1, s.mean_before, s.mean_after] for s in t.shifts
+                {
+                    "entity_id": t.entity_id,
+                    "kind": s.kind,
+                    "shift_start": s.start,
+                    "shift_end": s.end,
+                    "w1": s.w1,
+                    "mean_before": s.mean_before,
+                    "mean_after": s.mean_after,
+                }
+                for s in t.shifts
             ]
-        _replace(conn, "opinion_windows", domain, window_rows)
-        _replace(conn, "opinion_shifts", domain, shift_rows)
+        replace_rows(conn, "opinion_windows", window_rows, domain=domain)
+        replace_rows(conn, "opinion_shifts", shift_rows, domain=domain)
         out = _out_dir(paths, domain)
         plot = plots.timelines(timelines, out / "opinion_timelines.png", domain) if timelines else None
         section = drift.drift_section(timelines, months=config.window_months, alpha=config.alpha, image=_link(plot))
@@ -262,29 +237,36 @@ def source_concentration(
         for r in results:
             plain, bounded = r.means()
             concentration_rows.append(
-                [
-                    domain,
-                    r.entity_id,
-                    r.entity_name,
-                    r.estimate.n_opinions,
-                    r.n_authors,
-                    r.top_author_share,
-                    r.effective_authors,
-                    r.duplicate_clusters,
-                    r.duplicated_opinions,
-                    r.estimate.votes,
-                    plain,
-                    bounded,
-                    r.estimate.w1,
-                ]
+                {
+                    "entity_id": r.entity_id,
+                    "entity_name": r.entity_name,
+                    "n_opinions": r.estimate.n_opinions,
+                    "n_authors": r.n_authors,
+                    "top_author_share": r.top_author_share,
+                    "effective_authors": r.effective_authors,
+                    "duplicate_clusters": r.duplicate_clusters,
+                    "duplicated_opinions": r.duplicated_opinions,
+                    "votes": r.estimate.votes,
+                    "mean_sigma": plain,
+                    "mean_sigma_bounded": bounded,
+                    "w1_bounded_vs_unweighted": r.estimate.w1,
+                }
             )
             counts = r.estimate.bounded_counts()
             for level, (u, b) in zip(
                 range(-30, 31, 10), zip(r.estimate.unweighted, r.estimate.bounded, strict=True), strict=True
             ):
-                pop_rows.append([domain, r.entity_id, level, float(u), float(b), counts.get(level, 0)])
-        _replace(conn, "source_concentration", domain, concentration_rows)
-        _replace(conn, "source_weighted_pop", domain, pop_rows)
+                pop_rows.append(
+                    {
+                        "entity_id": r.entity_id,
+                        "sentiment_intensity": level,
+                        "unweighted_share": float(u),
+                        "bounded_share": float(b),
+                        "bounded_count": counts.get(level, 0),
+                    }
+                )
+        replace_rows(conn, "source_concentration", concentration_rows, domain=domain)
+        replace_rows(conn, "source_weighted_pop", pop_rows, domain=domain)
         out = _out_dir(paths, domain)
         plot = plots.concentration(results, out / "source_concentration.png", domain) if results else None
         section = flooding.flooding_section(
@@ -422,14 +404,22 @@ def fairness_tradeoff(
                         len(w1_values),
                     )
                 )
-        _replace(
+        replace_rows(
             conn,
             "fairness_tradeoff",
-            domain,
             [
-                [domain, p.label, p.group_share, config.k, p.w1, p.coverage_matched, p.questions, bool(gold)]
+                {
+                    "variant": p.label,
+                    "group_share": p.group_share,
+                    "k": config.k,
+                    "w1": p.w1,
+                    "coverage_matched": p.coverage_matched,
+                    "questions": p.questions,
+                    "gold": bool(gold),
+                }
                 for p in points
             ],
+            domain=domain,
         )
         out = _out_dir(paths, domain)
         plot = plots.tradeoff(points, out / "fairness_tradeoff.png", domain, gold=bool(gold)) if points else None

@@ -12,6 +12,7 @@ from oprag_pipeline.analysis import drift
 from oprag_pipeline.analysis.fairness import weights_for
 from oprag_pipeline.analysis.retrieval import author_group_shares, fair_search, recency_profile, windowed_profile
 from oprag_pipeline.index.retrieval import OpinionProfile, RetrievedHit, Retriever
+from oprag_pipeline.warehouse import records
 
 DEFAULT_GROUP_WEIGHT = 0.5
 """The middle of the `fairness_tradeoff` curve: σ mix and author-group coverage weighed alike (no weight won on
@@ -35,14 +36,17 @@ def timeline_footer(domain: str, months: int) -> Callable[[duckdb.DuckDBPyConnec
     """Lines of the entity's timeline (windows, shifts, latest window vs all time); none for undated opinions."""
 
     def footer(conn: duckdb.DuckDBPyConnection, entity_id: str) -> list[str]:
-        rows = conn.execute(
-            """SELECT created_at, sentiment_intensity, entity_name FROM opinions
-               WHERE domain = ? AND entity_id = ? AND created_at IS NOT NULL""",
-            [domain, entity_id],
-        ).fetchall()
+        rows = records(
+            conn.execute(
+                """SELECT created_at, sentiment_intensity, entity_name FROM opinions
+                   WHERE domain = ? AND entity_id = ? AND created_at IS NOT NULL""",
+                [domain, entity_id],
+            )
+        )
         if not rows:
             return []
-        timeline = drift.analyse_entity(entity_id, rows[0][2], [(r[0], r[1]) for r in rows], months=months)
+        dated = [(r["created_at"], r["sentiment_intensity"]) for r in rows]
+        timeline = drift.analyse_entity(entity_id, rows[0]["entity_name"], dated, months=months)
         return drift.render_timeline(timeline)
 
     return footer

@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import duckdb
 
-SECTIONS_DDL = """CREATE TABLE IF NOT EXISTS analysis_sections (
-    domain VARCHAR NOT NULL, section VARCHAR NOT NULL, markdown VARCHAR NOT NULL)"""
+from oprag_pipeline.warehouse import ensure_tables, replace_rows, table_exists
+
 ORDER = ("fairness", "drift", "flooding")
 
 
 def save_section(conn: duckdb.DuckDBPyConnection, domain: str, section: str, markdown: str) -> None:
-    conn.execute(SECTIONS_DDL)
-    conn.execute("DELETE FROM analysis_sections WHERE domain = ? AND section = ?", [domain, section])
-    if markdown:
-        conn.execute("INSERT INTO analysis_sections VALUES (?, ?, ?)", [domain, section, markdown])
+    """Replace the domain's `section` in `analysis_sections` (declared in `oprag_pipeline/warehouse.py`)."""
+    ensure_tables(conn, "analysis_sections")
+    rows = [{"markdown": markdown}] if markdown else []
+    replace_rows(conn, "analysis_sections", rows, domain=domain, section=section)
 
 
 def analysis_markdown(conn: duckdb.DuckDBPyConnection, domain: str) -> str:
     """Every stored section of the domain, in a fixed order ("" when no analysis ran)."""
-    exists = conn.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'analysis_sections'"
-    ).fetchone()[0]
-    if not exists:
+    if not table_exists(conn, "analysis_sections"):
         return ""
     rows = dict(conn.execute("SELECT section, markdown FROM analysis_sections WHERE domain = ?", [domain]).fetchall())
     parts = [rows[name] for name in ORDER if name in rows] + [rows[n] for n in sorted(rows) if n not in ORDER]

@@ -15,7 +15,8 @@ from oprag_pipeline.enrich.documents import render_enriched
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.resources import DataDirResource, ExtractorResource
-from oprag_pipeline.schema import DocumentInput, rounded_cost
+from oprag_pipeline.schema import rounded_cost
+from oprag_pipeline.warehouse import batches_of_records, ensure_tables, insert_rows, records, replace_rows
 
 
 @asset(
@@ -70,10 +71,7 @@ def opinions(
         failures: dict[str, int] = {}
         for start in range(0, len(pending), extractor.batch_size):
             batch_ids = pending[start : start + extractor.batch_size]
-            documents = [
-                DocumentInput(doc_id=r[0], text=r[1], content_hash=r[2], title=r[3], entity_scope=r[4])
-                for r in store.fetch_documents(conn, domain, batch_ids)
-            ]
+            documents = store.fetch_documents(conn, domain, batch_ids)
             outcomes = engine.extract(documents, entities)
             if len(outcomes) != len(documents):
                 raise RuntimeError(f"{engine.name} returned {len(outcomes)} outcomes for {len(documents)} documents")
@@ -131,10 +129,10 @@ def opinions(
 def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(authors.SQL)
+        ensure_tables(conn, authors.TABLE)
         conn.execute("BEGIN TRANSACTION")
         conn.execute("DELETE FROM author_attributes WHERE domain = ?", [domain])
-        conn.execute(f"INSERT INTO author_attributes {authors.DERIVE_SQL}", {"domain": domain})
+        conn.execute(f"INSERT INTO author_attributes BY NAME SELECT * FROM ({authors.DERIVE_SQL})", {"domain": domain})
         missing = conn.execute(
             """SELECT doc_id, coalesce(title || '. ', '') || text FROM raw_documents d WHERE domain = ?
                AND NOT EXISTS (SELECT 1 FROM author_attributes a WHERE a.domain = d.domain AND a.doc_id = d.doc_id
@@ -142,7 +140,7 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
             [domain],
         ).fetchall()
         inferred = [
-            (domain, doc_id, "traveller_type", label, "inferred")
+            {"doc_id": doc_id, "attribute": "traveller_type", "value": label, "source": "inferred"}
             for doc_id, text in missing
             if (label := authors.infer_traveller_type(text))
         ]
@@ -151,7 +149,7 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
             "SELECT count(*) FROM author_attributes WHERE domain = ? AND attribute = 'traveller_type'", [domain]
         ).fetchone()[0] > 0 or len(inferred) >= 0.05 * max(1, len(missing))
         if inferred and has_travellers:
-            conn.executemany("INSERT INTO author_attributes VALUES (?, ?, ?, ?, ?)", inferred)
+            insert_rows(conn, "author_attributes", inferred, domain=domain)
         conn.execute("COMMIT")
         summary = conn.execute(
             """SELECT attribute, source, count(*), count(DISTINCT value) FROM author_attributes WHERE domain = ?
@@ -163,7 +161,7 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
     return MaterializeResult(
         metadata={
             "attributes": MetadataValue.md("| attribute | source | documents | groups |\n|---|---|---|---|\n" + table),
-            "rows": sum(r[2] for r in summary),
+            "rows": sum(n for _, _, n, _ in summary),
             **table_facts,
         }
     )
@@ -181,33 +179,30 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
 def entity_opinion_stats(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(
-            """CREATE TABLE IF NOT EXISTS entity_opinion_stats (
-                domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, entity_name VARCHAR NOT NULL,
-                tier1_name VARCHAR, tier2_name VARCHAR, mentions INTEGER NOT NULL, positive INTEGER NOT NULL,
-                neutral INTEGER NOT NULL, negative INTEGER NOT NULL, entropy_bits DOUBLE NOT NULL,
-                mean_sentiment_intensity DOUBLE, std_sentiment_intensity DOUBLE)"""
+        ensure_tables(conn, "entity_opinion_stats")
+        values = records(
+            conn.execute(
+                """SELECT entity_id, any_value(entity_name) AS entity_name, any_value(tier1_name) AS tier1_name,
+                          any_value(tier2_name) AS tier2_name, count(*) AS mentions,
+                          count(*) FILTER (sentiment = 'positive') AS positive,
+                          count(*) FILTER (sentiment = 'neutral') AS neutral,
+                          count(*) FILTER (sentiment = 'negative') AS negative,
+                          avg(sentiment_intensity) AS mean_sentiment_intensity,
+                          stddev_pop(sentiment_intensity) AS std_sentiment_intensity
+                   FROM opinions WHERE domain = ? GROUP BY entity_id ORDER BY count(*) DESC""",
+                [domain],
+            )
         )
-        rows = conn.execute(
-            """SELECT entity_id, any_value(entity_name), any_value(tier1_name), any_value(tier2_name), count(*),
-                      count(*) FILTER (sentiment = 'positive'), count(*) FILTER (sentiment = 'neutral'),
-                      count(*) FILTER (sentiment = 'negative'), avg(sentiment_intensity),
-                      stddev_pop(sentiment_intensity)
-               FROM opinions WHERE domain = ? GROUP BY entity_id ORDER BY count(*) DESC""",
-            [domain],
-        ).fetchall()
-        conn.execute("BEGIN TRANSACTION")
-        conn.execute("DELETE FROM entity_opinion_stats WHERE domain = ?", [domain])
-        values = [
-            [domain, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], store.entropy_bits(r[5:8]), r[8], r[9]]
-            for r in rows
-        ]
-        if values:
-            conn.executemany("INSERT INTO entity_opinion_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
-        conn.execute("COMMIT")
+        for v in values:
+            v["entropy_bits"] = store.entropy_bits([v["positive"], v["neutral"], v["negative"]])
+        replace_rows(conn, "entity_opinion_stats", values, domain=domain)
         table_facts = table_metadata(conn, "entity_opinion_stats", domain)
-    disputed = sum(1 for v in values if v[9] >= 0.6)
-    preview = "\n".join(f"| {v[2]} | {v[5]} | {v[6]} | {v[7]} | {v[8]} | {v[9]:.2f} |" for v in values[:30])
+    disputed = sum(1 for v in values if v["entropy_bits"] >= 0.6)
+    preview = "\n".join(
+        f"| {v['entity_name']} | {v['mentions']} | {v['positive']} | {v['neutral']} | {v['negative']} "
+        f"| {v['entropy_bits']:.2f} |"
+        for v in values[:30]
+    )
     return MaterializeResult(
         metadata={
             "entities": len(values),
@@ -262,18 +257,7 @@ def enriched_entity_docs(
 ) -> Iterator[MaterializeResult]:
     domain = context.partition_key
     with warehouse.get_connection() as conn:
-        conn.execute(
-            """CREATE TABLE IF NOT EXISTS enriched_entity_docs (
-                domain VARCHAR NOT NULL, point_key VARCHAR NOT NULL, doc_id VARCHAR NOT NULL,
-                entity_id VARCHAR NOT NULL, entity_name VARCHAR NOT NULL, tier1_name VARCHAR, tier2_name VARCHAR,
-                sentiment VARCHAR NOT NULL, intensity VARCHAR NOT NULL, impact VARCHAR NOT NULL,
-                emotions VARCHAR[] NOT NULL, evidence_type VARCHAR NOT NULL, sentiment_intensity INTEGER NOT NULL,
-                author_attributes JSON, entity_scope VARCHAR, created_at TIMESTAMP, relevant_text VARCHAR NOT NULL,
-                text VARCHAR NOT NULL);
-            CREATE TABLE IF NOT EXISTS entity_split_docs (
-                domain VARCHAR NOT NULL, point_key VARCHAR NOT NULL, doc_id VARCHAR NOT NULL,
-                entity_id VARCHAR NOT NULL, entity_scope VARCHAR, created_at TIMESTAMP, text VARCHAR NOT NULL);"""
-        )
+        ensure_tables(conn, "enriched_entity_docs", "entity_split_docs")
         conn.execute("BEGIN TRANSACTION")
         conn.execute("DELETE FROM enriched_entity_docs WHERE domain = ?", [domain])
         conn.execute("DELETE FROM entity_split_docs WHERE domain = ?", [domain])
@@ -283,15 +267,11 @@ def enriched_entity_docs(
         reader.execute(ENTITY_DOCS_SQL, {"domain": domain})
         documents = 0
         example = ""
-        while rows := reader.fetchmany(ENTITY_DOCS_BATCH_ROWS):
+        for rows in batches_of_records(reader, ENTITY_DOCS_BATCH_ROWS):
             table = _entity_docs_table(domain, rows, config.max_relevant_chars)
-            conn.register("_enriched", table)
-            conn.execute(f"INSERT INTO enriched_entity_docs ({', '.join(ENTITY_DOCS_COLUMNS)}) SELECT * FROM _enriched")
-            conn.execute(
-                """INSERT INTO entity_split_docs SELECT domain, point_key, doc_id, entity_id, entity_scope,
-                   created_at, relevant_text FROM _enriched"""
-            )
-            conn.unregister("_enriched")
+            insert_rows(conn, "enriched_entity_docs", table)
+            split = table.select(["domain", "point_key", "doc_id", "entity_id", "entity_scope", "created_at"])
+            insert_rows(conn, "entity_split_docs", split.append_column("text", table.column("relevant_text")))
             example = example or table.column("text")[0].as_py()
             documents += table.num_rows
             context.log.info(f"{domain}: {documents:,} entity documents written")
@@ -310,9 +290,43 @@ def enriched_entity_docs(
 
 
 ENTITY_DOCS_BATCH_ROWS = 50_000
-ENTITY_DOCS_COLUMNS = (
-    "domain",
-    "point_key",
+
+
+def _entity_docs_table(domain: str, rows: list[dict], max_relevant_chars: int) -> pa.Table:
+    """One batch of `ENTITY_DOCS_SQL` rows as the enriched table's columns, with the rendered text."""
+    out: list[dict] = []
+    for r in rows:
+        relevant = (r["evidence_text"] or "")[:max_relevant_chars]
+        attrs = dict(r["attrs"] or {})
+        emotions = list(r["emotions"])
+        text = render_enriched(
+            entity_name=r["entity_name"],
+            tier1=r["tier1_name"],
+            tier2=r["tier2_name"],
+            relevant_text=relevant,
+            sentiment=r["sentiment"],
+            intensity=r["intensity"],
+            impact=r["impact"],
+            emotions=emotions,
+            evidence_type=r["evidence_type"],
+            sentiment_intensity=r["sentiment_intensity"],
+            author=attrs,
+        )
+        out.append(
+            {
+                "domain": domain,
+                "point_key": f"{r['doc_id']}::{r['entity_id']}",
+                **{name: r[name] for name in ENTITY_DOC_COPIED},
+                "emotions": emotions,
+                "author_attributes": json.dumps(attrs, sort_keys=True) if attrs else None,
+                "relevant_text": relevant,
+                "text": text,
+            }
+        )
+    return pa.Table.from_pylist(out)
+
+
+ENTITY_DOC_COPIED = (
     "doc_id",
     "entity_id",
     "entity_name",
@@ -321,56 +335,9 @@ ENTITY_DOCS_COLUMNS = (
     "sentiment",
     "intensity",
     "impact",
-    "emotions",
     "evidence_type",
     "sentiment_intensity",
-    "author_attributes",
     "entity_scope",
     "created_at",
-    "relevant_text",
-    "text",
 )
-
-
-def _entity_docs_table(domain: str, rows: list[tuple], max_relevant_chars: int) -> pa.Table:
-    """One batch of `ENTITY_DOCS_SQL` rows as the enriched table's columns, with the rendered text."""
-    columns: dict[str, list] = {name: [] for name in ENTITY_DOCS_COLUMNS}
-    for r in rows:
-        relevant = (r[11] or "")[:max_relevant_chars]
-        attrs = dict(r[14] or {})
-        text = render_enriched(
-            entity_name=r[2],
-            tier1=r[3],
-            tier2=r[4],
-            relevant_text=relevant,
-            sentiment=r[5],
-            intensity=r[6],
-            impact=r[7],
-            emotions=list(r[8]),
-            evidence_type=r[9],
-            sentiment_intensity=r[10],
-            author=attrs,
-        )
-        values = (
-            domain,
-            f"{r[0]}::{r[1]}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            r[6],
-            r[7],
-            list(r[8]),
-            r[9],
-            r[10],
-            json.dumps(attrs, sort_keys=True) if attrs else None,
-            r[12],
-            r[13],
-            relevant,
-            text,
-        )
-        for name, value in zip(ENTITY_DOCS_COLUMNS, values, strict=True):
-            columns[name].append(value)
-    return pa.table(columns)
+"""`ENTITY_DOCS_SQL` columns `enriched_entity_docs` keeps as they are."""

@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import re
 
-SQL = """
-CREATE TABLE IF NOT EXISTS author_attributes (
-    domain VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, attribute VARCHAR NOT NULL, value VARCHAR NOT NULL,
-    source VARCHAR NOT NULL
-);
-"""
+TABLE = "author_attributes"
+"""Declared in `oprag_pipeline/warehouse.py`; `DERIVE_SQL` yields its columns by name."""
 
 DERIVE_SQL = """
 WITH docs AS (
@@ -27,7 +23,7 @@ WITH docs AS (
            count(*) OVER (PARTITION BY author_id) AS author_docs
     FROM raw_documents WHERE domain = $domain
 )
-SELECT $domain, doc_id, key, CAST(value AS VARCHAR), 'metadata'
+SELECT $domain AS domain, doc_id, key AS attribute, CAST(value AS VARCHAR) AS value, 'metadata' AS source
 FROM (SELECT doc_id, unnest(json_keys(author_attributes)) AS key, author_attributes FROM docs
       WHERE author_attributes IS NOT NULL) AS k,
      LATERAL (SELECT json_extract_string(k.author_attributes, '$."' || k.key || '"') AS value)

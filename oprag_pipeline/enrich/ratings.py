@@ -38,6 +38,7 @@ from oprag_pipeline.enrich.aspect_model import LABELS, fit_label_bias, rating_we
 from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
 from oprag_pipeline.schema import rounded_cost
 from oprag_pipeline.settings import RATED_ASPECTS_FILE
+from oprag_pipeline.warehouse import ensure_tables, insert_rows, records
 
 ADAPT_MODES = ("none", "ratings", "llm")
 # Star scale of `rating` and `rating_<aspect>`: the 1-5 stars of review sites. A value outside it is not counted
@@ -49,14 +50,8 @@ RATING_SCALE = (1.0, 5.0)
 # refit on a near-identical sample keeps the extractor version and the cache.
 OFFSET_DECIMALS = 2
 
-ADAPTATION_DDL = """
-CREATE TABLE IF NOT EXISTS extractor_adaptations (
-    domain VARCHAR NOT NULL, registry_version INTEGER NOT NULL, extractor VARCHAR NOT NULL,
-    base_version VARCHAR NOT NULL, adapted_version VARCHAR NOT NULL, method VARCHAR NOT NULL,
-    offsets JSON NOT NULL, sample_size INTEGER NOT NULL, label_counts JSON NOT NULL, source_counts JSON NOT NULL,
-    run_id VARCHAR, fitted_at TIMESTAMP NOT NULL
-)
-"""
+ADAPTATION_TABLE = "extractor_adaptations"
+"""Fitted offsets per (domain, registry version, extractor), declared in `oprag_pipeline/warehouse.py`."""
 
 
 def load_rated_aspects(domain_dir: Path) -> dict[str, tuple[str, ...]]:
@@ -309,22 +304,25 @@ def adapt_extractor(
         return engine, Adaptation(mode, skipped_reason=f"the {engine.name} extractor has no model to adapt")
     base = copy.copy(scorer)
     base.label_bias = None
-    conn.execute(ADAPTATION_DDL)
-    stored = conn.execute(
-        """SELECT offsets, sample_size, label_counts, source_counts FROM extractor_adaptations
-           WHERE domain = ? AND registry_version = ? AND extractor = ? AND base_version = ? AND method = ?
-           ORDER BY fitted_at DESC LIMIT 1""",
-        [domain, registry_version, engine.name, engine.version, mode],
-    ).fetchone()
-    if stored is not None:
-        offsets = json.loads(stored[0])
+    ensure_tables(conn, ADAPTATION_TABLE)
+    found = records(
+        conn.execute(
+            """SELECT offsets, sample_size, label_counts, source_counts FROM extractor_adaptations
+               WHERE domain = ? AND registry_version = ? AND extractor = ? AND base_version = ? AND method = ?
+               ORDER BY fitted_at DESC LIMIT 1""",
+            [domain, registry_version, engine.name, engine.version, mode],
+        )
+    )
+    if found:
+        stored = found[0]
+        offsets = json.loads(stored["offsets"])
         base.label_bias = np.asarray([offsets[label] for label in LABELS], dtype=np.float64)
         reused = Adaptation(
             mode,
             offsets=tuple(float(offsets[label]) for label in LABELS),
-            sample_size=int(stored[1]),
-            label_counts=json.loads(stored[2]),
-            source_counts=json.loads(stored[3]),
+            sample_size=int(stored["sample_size"]),
+            label_counts=json.loads(stored["label_counts"]),
+            source_counts=json.loads(stored["source_counts"]),
             reused=True,
         )
         return OfflineExtractor(scorer=base), reused
@@ -340,21 +338,24 @@ def adapt_extractor(
         return student, adaptation
     base.label_bias = np.asarray(adaptation.offsets, dtype=np.float64)
     adapted = OfflineExtractor(scorer=base)
-    conn.execute(
-        "INSERT INTO extractor_adaptations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    insert_rows(
+        conn,
+        ADAPTATION_TABLE,
         [
-            domain,
-            registry_version,
-            engine.name,
-            engine.version,
-            adapted.version,
-            adaptation.method,
-            json.dumps(dict(zip(LABELS, adaptation.offsets, strict=True))),
-            adaptation.sample_size,
-            json.dumps(adaptation.label_counts),
-            json.dumps(adaptation.source_counts),
-            run_id,
-            datetime.now(UTC).replace(tzinfo=None),
+            {
+                "domain": domain,
+                "registry_version": registry_version,
+                "extractor": engine.name,
+                "base_version": engine.version,
+                "adapted_version": adapted.version,
+                "method": adaptation.method,
+                "offsets": json.dumps(dict(zip(LABELS, adaptation.offsets, strict=True))),
+                "sample_size": adaptation.sample_size,
+                "label_counts": json.dumps(adaptation.label_counts),
+                "source_counts": json.dumps(adaptation.source_counts),
+                "run_id": run_id,
+                "fitted_at": datetime.now(UTC).replace(tzinfo=None),
+            }
         ],
     )
     return adapted, adaptation

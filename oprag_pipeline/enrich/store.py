@@ -16,24 +16,13 @@ from datetime import UTC, datetime
 import duckdb
 import pyarrow as pa
 
-from oprag_pipeline.schema import ExtractionOutcome
+from oprag_pipeline import warehouse
+from oprag_pipeline.schema import DocumentInput, ExtractionOutcome
 
-DDL = """
-CREATE TABLE IF NOT EXISTS extraction_cache (
-    domain VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, content_hash VARCHAR NOT NULL,
-    registry_version INTEGER NOT NULL, extractor VARCHAR NOT NULL, extractor_version VARCHAR NOT NULL,
-    status VARCHAR NOT NULL, failure_reason VARCHAR, opinion_count INTEGER NOT NULL,
-    input_tokens BIGINT NOT NULL, output_tokens BIGINT NOT NULL, run_id VARCHAR, extracted_at TIMESTAMP NOT NULL
-);
-CREATE TABLE IF NOT EXISTS extraction_cache_opinions (
-    domain VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, content_hash VARCHAR NOT NULL,
-    registry_version INTEGER NOT NULL, extractor VARCHAR NOT NULL, extractor_version VARCHAR NOT NULL,
-    entity_id VARCHAR, entity_name VARCHAR NOT NULL, sentiment VARCHAR NOT NULL, intensity VARCHAR NOT NULL,
-    impact VARCHAR NOT NULL, emotions VARCHAR[] NOT NULL, evidence_type VARCHAR NOT NULL,
-    sentiment_intensity INTEGER NOT NULL, confidence DOUBLE NOT NULL, evidence_text VARCHAR,
-    span_start INTEGER, span_end INTEGER, grounded BOOLEAN NOT NULL, proposed BOOLEAN NOT NULL
-);
-"""
+TABLES = ("extraction_cache", "extraction_cache_opinions")
+"""The extraction cache's tables; `OPINION_TABLES` are rebuilt from it. Both are declared in
+`oprag_pipeline/warehouse.py`."""
+OPINION_TABLES = ("opinions", "opinion_review_queue")
 
 CACHE_KEY = ("content_hash", "registry_version", "extractor", "extractor_version")
 
@@ -46,7 +35,7 @@ class CacheKey:
 
 
 def ensure_tables(conn: duckdb.DuckDBPyConnection) -> None:
-    conn.execute(DDL)
+    warehouse.ensure_tables(conn, *TABLES)
 
 
 def pending_doc_ids(conn: duckdb.DuckDBPyConnection, domain: str, key: CacheKey) -> list[str]:
@@ -65,12 +54,14 @@ def pending_doc_ids(conn: duckdb.DuckDBPyConnection, domain: str, key: CacheKey)
     return [r[0] for r in rows]
 
 
-def fetch_documents(conn: duckdb.DuckDBPyConnection, domain: str, doc_ids: Sequence[str]) -> list[tuple]:
-    return conn.execute(
+def fetch_documents(conn: duckdb.DuckDBPyConnection, domain: str, doc_ids: Sequence[str]) -> list[DocumentInput]:
+    """The documents to extract, as the extractors take them (columns named as `DocumentInput`'s fields)."""
+    cursor = conn.execute(
         """SELECT doc_id, text, content_hash, title, entity_scope FROM raw_documents
            WHERE domain = ? AND doc_id IN (SELECT unnest(?)) ORDER BY doc_id""",
         [domain, list(doc_ids)],
-    ).fetchall()
+    )
+    return [DocumentInput(**r) for r in warehouse.records(cursor)]
 
 
 def commit_batch(
@@ -135,8 +126,8 @@ def commit_batch(
                       AND t.registry_version = b.registry_version AND t.extractor = b.extractor
                       AND t.extractor_version = b.extractor_version"""
             )
-        conn.execute("INSERT INTO extraction_cache SELECT * FROM _batch_header")
-        conn.execute("INSERT INTO extraction_cache_opinions SELECT * FROM _batch_detail")
+        conn.execute("INSERT INTO extraction_cache BY NAME SELECT * FROM _batch_header")
+        conn.execute("INSERT INTO extraction_cache_opinions BY NAME SELECT * FROM _batch_detail")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -154,25 +145,9 @@ def entropy_bits(counts: Sequence[int]) -> float:
     return -sum((c / total) * math.log2(c / total) for c in counts if c)
 
 
-OPINIONS_SQL = """
-CREATE TABLE IF NOT EXISTS opinions (
-    domain VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, entity_name VARCHAR NOT NULL,
-    tier1_name VARCHAR, tier2_name VARCHAR, sentiment VARCHAR NOT NULL, intensity VARCHAR NOT NULL,
-    impact VARCHAR NOT NULL, emotions VARCHAR[] NOT NULL, evidence_type VARCHAR NOT NULL,
-    sentiment_intensity INTEGER NOT NULL, impact_score INTEGER NOT NULL, confidence DOUBLE NOT NULL,
-    evidence_text VARCHAR, span_start INTEGER, span_end INTEGER, entity_scope VARCHAR, created_at TIMESTAMP,
-    extractor VARCHAR NOT NULL, extractor_version VARCHAR NOT NULL, registry_version INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS opinion_review_queue (
-    domain VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, entity_id VARCHAR, entity_name VARCHAR NOT NULL,
-    reason VARCHAR NOT NULL, sentiment VARCHAR, evidence_text VARCHAR, extractor VARCHAR NOT NULL
-);
-"""
-
-
 def rebuild_opinions(conn: duckdb.DuckDBPyConnection, domain: str, key: CacheKey) -> dict[str, int]:
     """`opinions` from the cache for the current documents; ungrounded or proposed ones go to the review queue."""
-    conn.execute(OPINIONS_SQL)
+    warehouse.ensure_tables(conn, *OPINION_TABLES)
     params = {"domain": domain, "rv": key.registry_version, "ex": key.extractor, "ev": key.extractor_version}
     source = """
         FROM raw_documents d
@@ -188,23 +163,23 @@ def rebuild_opinions(conn: duckdb.DuckDBPyConnection, domain: str, key: CacheKey
         conn.execute("DELETE FROM opinion_review_queue WHERE domain = ?", [domain])
         conn.execute(
             f"""
-            INSERT INTO opinions
-            SELECT d.domain, d.doc_id, o.entity_id, coalesce(r.name, o.entity_name), r.tier1_name, r.tier2_name,
-                   o.sentiment, o.intensity, o.impact, o.emotions, o.evidence_type, o.sentiment_intensity,
-                   CASE o.impact WHEN 'high' THEN 30 WHEN 'medium' THEN 20 ELSE 10 END, o.confidence,
-                   o.evidence_text, o.span_start, o.span_end, d.entity_scope, d.created_at,
-                   o.extractor, o.extractor_version, o.registry_version
+            INSERT INTO opinions BY NAME
+            SELECT d.domain, d.doc_id, o.entity_id, coalesce(r.name, o.entity_name) AS entity_name, r.tier1_name,
+                   r.tier2_name, o.sentiment, o.intensity, o.impact, o.emotions, o.evidence_type,
+                   o.sentiment_intensity, CASE o.impact WHEN 'high' THEN 30 WHEN 'medium' THEN 20 ELSE 10 END
+                   AS impact_score, o.confidence, o.evidence_text, o.span_start, o.span_end, d.entity_scope,
+                   d.created_at, o.extractor, o.extractor_version, o.registry_version
             {source} AND o.grounded AND NOT o.proposed AND o.entity_id IS NOT NULL AND r.status = 'active'
             """,
             params,
         )
         conn.execute(
             f"""
-            INSERT INTO opinion_review_queue
+            INSERT INTO opinion_review_queue BY NAME
             SELECT d.domain, d.doc_id, o.entity_id, o.entity_name,
                    CASE WHEN NOT o.grounded THEN 'not_grounded_in_text'
                         WHEN o.proposed OR o.entity_id IS NULL THEN 'proposed_new_entity'
-                        ELSE 'entity_not_active' END,
+                        ELSE 'entity_not_active' END AS reason,
                    o.sentiment, o.evidence_text, o.extractor
             {source} AND NOT (o.grounded AND NOT o.proposed AND o.entity_id IS NOT NULL
                               AND coalesce(r.status, '') = 'active')

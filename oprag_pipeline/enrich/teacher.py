@@ -29,6 +29,7 @@ import duckdb
 from oprag_pipeline.enrich.aspect_model import LABELS
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.schema import DocumentInput
+from oprag_pipeline.warehouse import records
 
 # Documents the teacher labels at most: the oracle curve had its gain by 100 labelled mentions, and review
 # documents name 1-4 registry entities each, so 300 documents give that with room for short or off-topic ones.
@@ -80,19 +81,21 @@ def teacher_labelled_mentions(
     """Label the domain's sample with ``teacher`` (an extractor: ``extract(documents, entities)``); see the module
     docstring for the sample and the rule. Stops at ``max_documents`` documents or ``max_mentions`` mentions."""
     matcher = AliasMatcher(entities)
-    rows = conn.execute(
-        """SELECT doc_id, text, content_hash, title, entity_scope FROM raw_documents
-           WHERE domain = ? ORDER BY md5(doc_id), doc_id LIMIT ?""",
-        [domain, int(max_documents)],
-    ).fetchall()
+    documents = [
+        DocumentInput(**r)
+        for r in records(
+            conn.execute(
+                """SELECT doc_id, text, content_hash, title, entity_scope FROM raw_documents
+                   WHERE domain = ? ORDER BY md5(doc_id), doc_id LIMIT ?""",
+                [domain, int(max_documents)],
+            )
+        )
+    ]
     sample = TeacherSample()
-    for start in range(0, len(rows), TEACHER_BATCH):
+    for start in range(0, len(documents), TEACHER_BATCH):
         if len(sample.mentions) >= max_mentions:
             break
-        batch = [
-            DocumentInput(doc_id=r[0], text=r[1], content_hash=r[2], title=r[3], entity_scope=r[4])
-            for r in rows[start : start + TEACHER_BATCH]
-        ]
+        batch = documents[start : start + TEACHER_BATCH]
         outcomes = teacher.extract(batch, entities)
         sample.documents += len(batch)
         for document, outcome in zip(batch, outcomes, strict=True):

@@ -5,7 +5,6 @@ import json
 import time
 from collections import defaultdict
 
-import pyarrow as pa
 from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
@@ -20,6 +19,7 @@ from oprag_pipeline.evaluate.grid import (
     FAMILY,
     HEADLINE_K,
     PRIMARY_METRICS,
+    HitRow,
     grid_cells,
     run_grid,
 )
@@ -35,77 +35,24 @@ from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource, VectorStoreResource
 from oprag_pipeline.schema import rounded_cost
+from oprag_pipeline.warehouse import ensure_tables, records, replace_rows
 
 GROUP = "evaluation"
 
-DDL = """
-CREATE TABLE IF NOT EXISTS evaluation_entities (
-    domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, entity_name VARCHAR NOT NULL, tier1_name VARCHAR,
-    tier2_name VARCHAR, aliases VARCHAR[] NOT NULL, mentions INTEGER NOT NULL, entropy_bits DOUBLE NOT NULL,
-    comparison_id VARCHAR, comparison_name VARCHAR
-);
-CREATE TABLE IF NOT EXISTS evaluation_questions (
-    domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, question_type VARCHAR NOT NULL,
-    variant INTEGER NOT NULL, template_id VARCHAR NOT NULL, entity_phrase VARCHAR NOT NULL, text VARCHAR NOT NULL,
-    generator VARCHAR NOT NULL
-);
-CREATE TABLE IF NOT EXISTS retrieval_runs (
-    domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, kb VARCHAR NOT NULL, mode VARCHAR NOT NULL,
-    k INTEGER NOT NULL, rank INTEGER NOT NULL, score DOUBLE NOT NULL, point_id VARCHAR NOT NULL,
-    doc_id VARCHAR NOT NULL, hit_entity_id VARCHAR, char_start INTEGER, char_end INTEGER
-);
-CREATE TABLE IF NOT EXISTS gold_opinions (
-    domain VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, sentiment VARCHAR NOT NULL,
-    sentiment_intensity INTEGER NOT NULL, span_start INTEGER, span_end INTEGER, source VARCHAR NOT NULL
-);
-CREATE TABLE IF NOT EXISTS question_metrics (
-    domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, kb VARCHAR NOT NULL, mode VARCHAR NOT NULL,
-    k INTEGER NOT NULL, metric VARCHAR NOT NULL, value DOUBLE NOT NULL
-);
-CREATE TABLE IF NOT EXISTS metric_significance (
-    domain VARCHAR NOT NULL, mode VARCHAR NOT NULL, baseline_mode VARCHAR NOT NULL, k INTEGER NOT NULL,
-    metric VARCHAR NOT NULL,
-    treatment VARCHAR NOT NULL, baseline VARCHAR NOT NULL, family VARCHAR NOT NULL, n_entities INTEGER NOT NULL,
-    n_questions INTEGER NOT NULL, treatment_mean DOUBLE,
-    baseline_mean DOUBLE, relative_change DOUBLE, relative_change_label VARCHAR NOT NULL, mean_difference DOUBLE,
-    ci_low DOUBLE, ci_high DOUBLE, wilcoxon_statistic DOUBLE, p_value DOUBLE, p_holm DOUBLE
-);
-"""
+TABLES = (
+    "evaluation_entities",
+    "evaluation_questions",
+    "retrieval_runs",
+    "gold_opinions",
+    "question_metrics",
+    "metric_significance",
+)
+"""The evaluation tables, declared in `oprag_pipeline/warehouse.py`. They are all derived and every asset rewrites
+its domain's rows, so one whose columns changed is rebuilt there (`warehouse.REBUILT_ON_CHANGE`)."""
 
 
 def _ensure_tables(conn) -> None:
-    """Create the evaluation tables; one whose columns changed between versions is rebuilt (all of them are
-    derived, and every asset rewrites its domain's rows anyway)."""
-    for statement in filter(str.strip, DDL.split(";")):
-        table = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
-        wanted = [c.strip().split()[0] for c in statement.split("(", 1)[1].rsplit(")", 1)[0].split(",")]
-        have = [r[0] for r in conn.execute(f"DESCRIBE {table}").fetchall()] if _exists(conn, table) else None
-        if have is not None and have != wanted:
-            conn.execute(f"DROP TABLE {table}")
-        conn.execute(statement)
-
-
-def _exists(conn, table: str) -> bool:
-    return bool(
-        conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
-    )
-
-
-def _replace_rows(conn, table: str, domain: str, rows: list, width: int) -> None:
-    """Replace one domain's rows in one transaction; rows go in as an Arrow table (executemany is ~50x slower)."""
-    columns = [r[0] for r in conn.execute(f"DESCRIBE {table}").fetchall()]
-    if len(columns) != width:
-        raise RuntimeError(f"{table} has {len(columns)} columns, the asset writes {width}")
-    batch = pa.table({name: [row[i] for row in rows] for i, name in enumerate(columns)})
-    conn.register("_replacement_rows", batch)
-    try:
-        conn.execute("BEGIN TRANSACTION")
-        conn.execute(f"DELETE FROM {table} WHERE domain = ?", [domain])
-        if rows:
-            conn.execute(f"INSERT INTO {table} SELECT * FROM _replacement_rows")
-        conn.execute("COMMIT")
-    finally:
-        conn.unregister("_replacement_rows")
+    ensure_tables(conn, *TABLES)
 
 
 class EvaluationEntitiesConfig(Config):
@@ -144,12 +91,14 @@ def evaluation_entities(
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         stats = [
-            EntityStats(*r)
-            for r in conn.execute(
-                """SELECT entity_id, entity_name, tier1_name, tier2_name, mentions, entropy_bits
-                   FROM entity_opinion_stats WHERE domain = ?""",
-                [domain],
-            ).fetchall()
+            EntityStats(**r)
+            for r in records(
+                conn.execute(
+                    """SELECT entity_id, entity_name, tier1_name, tier2_name, mentions, entropy_bits
+                       FROM entity_opinion_stats WHERE domain = ?""",
+                    [domain],
+                )
+            )
         ]
         gold = {
             entity_id: GoldSupport(int(n), int(positive), int(negative))
@@ -172,21 +121,20 @@ def evaluation_entities(
         )
         gold_backed = [e for e in chosen if gold_supports(gold, e.entity_id, config.min_gold_mentions)]
         rows = [
-            [
-                domain,
-                e.entity_id,
-                e.entity_name,
-                e.tier1_name,
-                e.tier2_name,
-                aliases.get(e.entity_id, []),
-                e.mentions,
-                e.entropy_bits,
-                e.comparison_id,
-                e.comparison_name,
-            ]
+            {
+                "entity_id": e.entity_id,
+                "entity_name": e.entity_name,
+                "tier1_name": e.tier1_name,
+                "tier2_name": e.tier2_name,
+                "aliases": aliases.get(e.entity_id, []),
+                "mentions": e.mentions,
+                "entropy_bits": e.entropy_bits,
+                "comparison_id": e.comparison_id,
+                "comparison_name": e.comparison_name,
+            }
             for e in chosen
         ]
-        _replace_rows(conn, "evaluation_entities", domain, rows, 10)
+        replace_rows(conn, "evaluation_entities", rows, domain=domain)
     if not chosen:
         context.log.warning(
             f"{domain}: no entity has H(e) ≥ {config.min_entropy} and ≥ {config.min_mentions} mentions "
@@ -243,12 +191,14 @@ def evaluation_questions(
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         entities = [
-            QuestionEntity(r[0], r[1], tuple(r[2]), r[3])
-            for r in conn.execute(
-                """SELECT entity_id, entity_name, aliases, comparison_name FROM evaluation_entities
-                   WHERE domain = ? ORDER BY entropy_bits DESC, mentions DESC, entity_id""",
-                [domain],
-            ).fetchall()
+            QuestionEntity(r["entity_id"], r["entity_name"], tuple(r["aliases"]), r["comparison_name"])
+            for r in records(
+                conn.execute(
+                    """SELECT entity_id, entity_name, aliases, comparison_name FROM evaluation_entities
+                       WHERE domain = ? ORDER BY entropy_bits DESC, mentions DESC, entity_id""",
+                    [domain],
+                )
+            )
         ]
         llm_metadata: dict[str, object] = {}
         if config.generator == "offline":
@@ -280,20 +230,18 @@ def evaluation_questions(
         else:
             raise ValueError(f"unknown question generator {config.generator!r}: use offline or llm")
         rows = [
-            [
-                domain,
-                q.question_id,
-                q.entity_id,
-                q.question_type,
-                q.variant,
-                q.template_id,
-                q.entity_phrase,
-                q.text,
-                generator,
-            ]
+            {
+                "question_id": q.question_id,
+                "entity_id": q.entity_id,
+                "question_type": q.question_type,
+                "variant": q.variant,
+                "template_id": q.template_id,
+                "entity_phrase": q.entity_phrase,
+                "text": q.text,
+            }
             for q in questions
         ]
-        _replace_rows(conn, "evaluation_questions", domain, rows, 9)
+        replace_rows(conn, "evaluation_questions", rows, domain=domain, generator=generator)
     sample = "\n".join(f"- ({q.question_type}) {q.text}" for q in questions[:15])
     return MaterializeResult(
         metadata={
@@ -360,17 +308,17 @@ def retrieval_runs(
             last_log[0] = now
             context.log.info(f"{domain}: retrieval grid {done}/{total} questions ({now - started:.1f} s)")
 
-    rows = []
+    rows: list[HitRow] = []
     try:
-        for question_rows in run_grid(retriever, domain, [(q[0], q[1]) for q in questions], progress=progress):
-            rows.extend([domain, *r.__dict__.values()] for r in question_rows)
+        for question_rows in run_grid(retriever, domain, questions, progress=progress):
+            rows.extend(question_rows)
     finally:
         store.close()
     elapsed = time.perf_counter() - started
     queries = len(questions) * len(grid_cells()) * len(DEPTHS)
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
-        _replace_rows(conn, "retrieval_runs", domain, rows, 12)
+        replace_rows(conn, "retrieval_runs", rows, domain=domain)
     return MaterializeResult(
         metadata={
             "questions": len(questions),
@@ -411,8 +359,7 @@ def gold_opinions(
         while batch := cursor.fetchmany(10_000):
             documents.extend((doc_id, json.loads(extra)) for doc_id, extra in batch)
         gold, unmapped = map_gold(entries, documents, aspect_terms)
-        rows = [[domain, *g.__dict__.values()] for g in gold]
-        _replace_rows(conn, "gold_opinions", domain, rows, 8)
+        replace_rows(conn, "gold_opinions", gold, domain=domain)
     by_source: dict[str, int] = defaultdict(int)
     for g in gold:
         by_source[g.source] += 1
@@ -506,8 +453,8 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
             if mode == "hybrid" and k == hybrid_depth:
                 hybrid_ranks[(q, kb)] = {point_id: rank for rank, (point_id, _, _) in ranked.items()}
         rows = [
-            [domain, *row]
-            for row in score_grid(
+            {"question_id": q, "kb": kb, "mode": mode, "k": k, "metric": metric, "value": value}
+            for q, kb, mode, k, metric, value in score_grid(
                 question_entities,
                 hits,
                 corpus_scores,
@@ -518,13 +465,13 @@ def question_metrics(context: AssetExecutionContext, warehouse: DuckDBResource) 
                 hybrid_depth=hybrid_depth,
             )
         ]
-        _replace_rows(conn, "question_metrics", domain, rows, 7)
+        replace_rows(conn, "question_metrics", rows, domain=domain)
     return MaterializeResult(
         metadata={
             "rows": len(rows),
             "questions": len(question_entities),
             "gold_aware": bool(gold_corpus),
-            "metrics": MetadataValue.json(sorted({r[5] for r in rows})),
+            "metrics": MetadataValue.json(sorted({r["metric"] for r in rows})),
         }
     )
 
@@ -536,13 +483,12 @@ def primary_metric(metrics: set[str]) -> str:
 
 def significance_rows(
     values: dict[tuple[int, str], dict[tuple[str, str], dict[str, float]]], clusters: dict[str, str]
-) -> list[list]:
+) -> list[dict]:
     """Every comparison of `COMPARISONS` on every metric at k = 20, and on `DEPTH_TESTED_METRICS` at the other
     depths, at the entity level; the declared family (primary
     metric, k = 20) marked `headline` with Holm-adjusted p, the rest `exploratory` (p_holm null).
 
-    Row layout: mode, baseline_mode, k, metric, treatment, baseline, family, n_entities, n_questions, then the
-    comparison's figures (the table's columns after `domain`)."""
+    Rows are `metric_significance`'s columns by name, all but `domain`."""
     primary = primary_metric({metric for _, metric in values})
     rows = []
     for (k, metric), cells in sorted(values.items()):
@@ -560,13 +506,18 @@ def significance_rows(
                 else ("exploratory")
             )
             rows.append(
-                [treatment[1], baseline[1], k, metric, treatment[0], baseline[0], family, c.n_entities, c.n_questions,
-                 c.treatment_mean, c.baseline_mean, c.relative_change, c.relative_change_label, c.mean_difference,
-                 c.ci_low, c.ci_high, c.wilcoxon_statistic, c.p_value, None]
-            )  # fmt: skip
-    headline = [i for i, r in enumerate(rows) if r[6] == "headline"]
-    for i, adjusted in zip(headline, holm([rows[i][17] for i in headline]), strict=True):
-        rows[i][18] = adjusted
+                {
+                    **c.row(),
+                    "mode": treatment[1],
+                    "baseline_mode": baseline[1],
+                    "k": k,
+                    "family": family,
+                    "p_holm": None,
+                }
+            )
+    headline = [r for r in rows if r["family"] == "headline"]
+    for row, adjusted in zip(headline, holm([r["p_value"] for r in headline]), strict=True):
+        row["p_holm"] = adjusted
     return rows
 
 
@@ -594,13 +545,20 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
         ).fetchall():
             values[(k, metric)][(kb, mode)][question_id] = value
             clusters[question_id] = entity_id
-        rows = [[domain, *r] for r in significance_rows(values, clusters)]
-        _replace_rows(conn, "metric_significance", domain, rows, 20)
-    headline = [r for r in rows if r[7] == "headline"]
+        rows = significance_rows(values, clusters)
+        replace_rows(conn, "metric_significance", rows, domain=domain)
+    headline = [r for r in rows if r["family"] == "headline"]
     table = report_writer.markdown_table(
         ["metric", "comparison", "entities", "Δ (95% CI)", "p", "p Holm"],
         [
-            [r[4], f"{r[5]} {r[1]} vs {r[6]} {r[2]}", r[8], f"{r[14]:+.2f} [{r[15]:+.2f}, {r[16]:+.2f}]", r[18], r[19]]
+            [
+                r["metric"],
+                f"{r['treatment']} {r['mode']} vs {r['baseline']} {r['baseline_mode']}",
+                r["n_entities"],
+                f"{r['mean_difference']:+.2f} [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]",
+                r["p_value"],
+                r["p_holm"],
+            ]
             for r in headline
         ],
     )

@@ -24,6 +24,7 @@ import duckdb
 
 from oprag_pipeline.evaluate.grid import FAMILY
 from oprag_pipeline.generate import report as generation_report
+from oprag_pipeline.warehouse import records, table_exists
 
 VARIANT_LABELS = {
     "raw": "raw KB (plain RAG)",
@@ -110,15 +111,7 @@ def _fmt(value: Any, kind: str = "num") -> str:
 
 
 def _query(conn: duckdb.DuckDBPyConnection, sql: str, domain: str) -> list[dict[str, Any]]:
-    cursor = conn.execute(sql, [domain])
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
-def _table_exists(conn: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(
-        conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0]
-    )
+    return records(conn.execute(sql, [domain]))
 
 
 def variant(kb: str, mode: str) -> str:
@@ -141,7 +134,7 @@ extra_queries: dict[str, str] = {}
 def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
     """Every figure of the report as plain data (this is `metrics.json`)."""
     needed = ["mart_coverage_k20", "metric_significance", "evaluation_questions", "mart_depth_curve"]
-    missing = [t for t in needed if not _table_exists(conn, t)]
+    missing = [t for t in needed if not table_exists(conn, t)]
     if missing:
         raise LookupError(f"{domain}: the evaluation has not run yet (missing tables: {', '.join(missing)})")
     q = lambda sql: _query(conn, sql, domain)  # noqa: E731

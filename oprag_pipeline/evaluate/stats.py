@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -41,6 +41,14 @@ class PairedComparison:
     def relative_change_label(self) -> str:
         """As the reference study prints it, e.g. "+42.7%"."""
         return "n/a" if self.relative_change is None else f"{self.relative_change * 100:+.1f}%"
+
+    def row(self) -> dict[str, object]:
+        """The comparison as named columns of a significance table (`n_entities` only for a clustered test), so the
+        tables that store comparisons take them by name."""
+        row = {**asdict(self), "relative_change_label": self.relative_change_label}
+        if self.n_entities is None:
+            del row["n_entities"]
+        return row
 
 
 def bootstrap_ci(

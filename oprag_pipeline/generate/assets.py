@@ -26,6 +26,7 @@ from oprag_pipeline.index.retrieval import BALANCED, Retriever
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
 from oprag_pipeline.schema import rounded_cost, total_cost
+from oprag_pipeline.warehouse import ensure_tables, replace_rows, table_exists
 
 GROUP = "generation"
 # The two answers compared for every question: the opinion-aware pipeline (balanced retrieval on the enriched KB,
@@ -33,48 +34,13 @@ GROUP = "generation"
 VARIANTS = {"opinion_aware": ("enriched", BALANCED), "plain": ("raw", "hybrid")}
 JUDGE_ENV = "OPRAG_JUDGE"
 
-DDL = """
-CREATE TABLE IF NOT EXISTS generated_answers (
-    domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, variant VARCHAR NOT NULL,
-    kb VARCHAR NOT NULL, mode VARCHAR NOT NULL, k INTEGER NOT NULL, writer VARCHAR NOT NULL,
-    answer_text VARCHAR NOT NULL, answer_json JSON NOT NULL, flags VARCHAR[] NOT NULL, input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL, cost_usd DOUBLE
-);
-CREATE TABLE IF NOT EXISTS generation_metrics (
-    domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, variant VARCHAR NOT NULL, metric VARCHAR NOT NULL,
-    value DOUBLE NOT NULL
-);
-CREATE TABLE IF NOT EXISTS generation_significance (
-    domain VARCHAR NOT NULL, metric VARCHAR NOT NULL, treatment VARCHAR NOT NULL, baseline VARCHAR NOT NULL,
-    n_questions INTEGER NOT NULL, treatment_mean DOUBLE, baseline_mean DOUBLE, relative_change DOUBLE,
-    relative_change_label VARCHAR NOT NULL, mean_difference DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
-    wilcoxon_statistic DOUBLE, p_value DOUBLE
-);
-CREATE TABLE IF NOT EXISTS answer_preferences (
-    domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, judge VARCHAR NOT NULL, treatment_position VARCHAR NOT NULL,
-    verdict VARCHAR NOT NULL, treatment_preferred DOUBLE NOT NULL, reason VARCHAR NOT NULL
-);
-"""
+TABLES = ("generated_answers", "generation_metrics", "generation_significance", "answer_preferences")
+"""The generation stage's tables, declared in `oprag_pipeline/warehouse.py` (which also relaxes `cost_usd`, NOT NULL
+in warehouses made before a writer's price could be unknown)."""
 
 
 def _ensure_tables(conn) -> None:
-    for statement in filter(str.strip, DDL.split(";")):
-        conn.execute(statement)
-    # cost_usd is NULL for a writer whose price is unknown; warehouses made before that had it NOT NULL
-    conn.execute("ALTER TABLE generated_answers ALTER COLUMN cost_usd DROP NOT NULL")
-
-
-def _replace(conn, table: str, domain: str, rows: list[list]) -> None:
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        conn.execute(f"DELETE FROM {table} WHERE domain = ?", [domain])
-        if rows:
-            marks = ", ".join("?" * len(rows[0]))
-            conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
-        conn.execute("COMMIT")
-    except Exception:
-        conn.execute("ROLLBACK")
-        raise
+    ensure_tables(conn, *TABLES)
 
 
 class GeneratedAnswersConfig(Config):
@@ -108,7 +74,7 @@ def generated_answers(
         raise ValueError(f"unknown writer {config.writer!r}; choose one of {', '.join(WRITERS)}")
     write = build_writer(config.writer)
     started = time.perf_counter()
-    rows: list[list] = []
+    rows: list[dict] = []
     store = vector_store.open_store()
     try:
         with warehouse.get_connection() as conn:
@@ -130,24 +96,36 @@ def generated_answers(
                         context.log.warning(f"{domain} {question_id} {variant}: no answer ({error})")
                         continue
                     rows.append(
-                        [domain, question_id, entity_id, variant, kb, mode, config.k, answer.writer, answer.text,
-                         json.dumps(answer.to_dict(), ensure_ascii=False), answer.flags, answer.input_tokens,
-                         answer.output_tokens, answer.cost_usd]
-                    )  # fmt: skip
-            _replace(conn, "generated_answers", domain, rows)
+                        {
+                            "question_id": question_id,
+                            "entity_id": entity_id,
+                            "variant": variant,
+                            "kb": kb,
+                            "mode": mode,
+                            "k": config.k,
+                            "writer": answer.writer,
+                            "answer_text": answer.text,
+                            "answer_json": json.dumps(answer.to_dict(), ensure_ascii=False),
+                            "flags": list(answer.flags),
+                            "input_tokens": answer.input_tokens,
+                            "output_tokens": answer.output_tokens,
+                            "cost_usd": answer.cost_usd,
+                        }
+                    )
+            replace_rows(conn, "generated_answers", rows, domain=domain)
     finally:
         store.close()
-    flagged = sum(bool(r[10]) for r in rows)
-    sample = next((r[8] for r in rows if r[3] == "opinion_aware"), "(no questions)")
+    flagged = sum(bool(r["flags"]) for r in rows)
+    sample = next((r["answer_text"] for r in rows if r["variant"] == "opinion_aware"), "(no questions)")
     return MaterializeResult(
         metadata={
             "answers": len(rows),
             "questions": len(questions),
-            "writer": rows[0][7] if rows else config.writer,
+            "writer": rows[0]["writer"] if rows else config.writer,
             "flagged_answers": flagged,
-            "input_tokens": sum(r[11] for r in rows),
-            "output_tokens": sum(r[12] for r in rows),
-            "estimated_cost_usd": rounded_cost(total_cost(r[13] for r in rows)),
+            "input_tokens": sum(r["input_tokens"] for r in rows),
+            "output_tokens": sum(r["output_tokens"] for r in rows),
+            "estimated_cost_usd": rounded_cost(total_cost(r["cost_usd"] for r in rows)),
             "seconds": round(time.perf_counter() - started, 2),
             "sample_answer": MetadataValue.md(sample),
         }
@@ -182,15 +160,11 @@ def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResourc
             "SELECT question_id, entity_id, variant, answer_json FROM generated_answers WHERE domain = ?", [domain]
         ).fetchall()
         corpus = _distributions(conn, "opinions", domain)
-        has_gold = bool(
-            conn.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'gold_opinions'"
-            ).fetchone()[0]
-        )
+        has_gold = table_exists(conn, "gold_opinions")
         gold = _distributions(conn, "gold_opinions", domain) if has_gold else {}
         knowledge = DomainKnowledge.load(conn, domain)
         registry = list(knowledge.entities.values())
-        rows: list[list] = []
+        rows: list[dict] = []
         values: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         for question_id, entity_id, variant, answer_json in answers:
             if entity_id not in corpus:
@@ -202,10 +176,10 @@ def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResourc
             )
             figures["flagged"] = float(bool(answer.flags))
             for metric, value in figures.items():
-                rows.append([domain, question_id, variant, metric, float(value)])
+                rows.append({"question_id": question_id, "variant": variant, "metric": metric, "value": float(value)})
                 values[metric][variant][question_id] = float(value)
-        _replace(conn, "generation_metrics", domain, rows)
-        tests: list[list] = []
+        replace_rows(conn, "generation_metrics", rows, domain=domain)
+        tests: list[dict] = []
         for metric, by_variant in sorted(values.items()):
             shared = sorted(set(by_variant.get("opinion_aware", {})) & set(by_variant.get("plain", {})))
             if not shared:
@@ -217,16 +191,16 @@ def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResourc
                 "plain",
                 [by_variant["plain"][q] for q in shared],
             )
-            tests.append(
-                [domain, metric, c.treatment, c.baseline, c.n_questions, c.treatment_mean, c.baseline_mean,
-                 c.relative_change, c.relative_change_label, c.mean_difference, c.ci_low, c.ci_high,
-                 c.wilcoxon_statistic, c.p_value]
-            )  # fmt: skip
-        _replace(conn, "generation_significance", domain, tests)
+            tests.append(c.row())
+        replace_rows(conn, "generation_significance", tests, domain=domain)
     from oprag_pipeline.evaluate.report import markdown_table
 
     table = markdown_table(
-        ["metric", "plain", "opinion-aware", "change", "p"], [[t[1], t[6], t[5], t[8], t[13]] for t in tests]
+        ["metric", "plain", "opinion-aware", "change", "p"],
+        [
+            [t["metric"], t["baseline_mean"], t["treatment_mean"], t["relative_change_label"], t["p_value"]]
+            for t in tests
+        ],
     )
     return MaterializeResult(
         metadata={"answers": len(answers), "rows": len(rows), "opinion_aware_vs_plain": MetadataValue.md(table)}
@@ -260,7 +234,7 @@ def answer_preference(
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         if not judge:
-            _replace(conn, "answer_preferences", domain, [])
+            replace_rows(conn, "answer_preferences", [], domain=domain)
             message = f"skipped: no LLM judge configured (set {JUDGE_ENV}=anthropic or openai-compatible)"
             context.log.info(f"{domain}: preference study {message}")
             return MaterializeResult(metadata={"status": message})
@@ -285,13 +259,22 @@ def answer_preference(
         ]
         result = judge_pairs(client, pairs, seed=config.seed)
         name = f"{client.name}:{client.model}"
-        _replace(
+        replace_rows(
             conn,
             "answer_preferences",
-            domain,
-            [[domain, j.question_id, name, j.treatment_position, j.verdict, j.treatment_preferred, j.reason]
-             for j in result.judgements],
-        )  # fmt: skip
+            [
+                {
+                    "question_id": j.question_id,
+                    "judge": name,
+                    "treatment_position": j.treatment_position,
+                    "verdict": j.verdict,
+                    "treatment_preferred": j.treatment_preferred,
+                    "reason": j.reason,
+                }
+                for j in result.judgements
+            ],
+            domain=domain,
+        )
     return MaterializeResult(
         metadata={
             "status": "judged",

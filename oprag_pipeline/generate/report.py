@@ -14,6 +14,8 @@ from typing import Any
 
 import duckdb
 
+from oprag_pipeline.warehouse import table_exists
+
 # (metric, label, better direction): the order of the table.
 METRICS = (
     ("w1", "W1 to corpus σ distribution", "lower"),
@@ -43,19 +45,13 @@ class GenerationSection:
     data: dict[str, Any]
 
 
-def _exists(conn: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(
-        conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
-    )
-
-
 def _num(value: Any) -> str:
     return "—" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
     data: dict[str, Any] = {"tests": {}, "preference": None, "writer": None}
-    if not _exists(conn, "generation_significance"):
+    if not table_exists(conn, "generation_significance"):
         return data
     columns = [
         "metric", "n_questions", "treatment_mean", "baseline_mean", "relative_change_label", "ci_low", "ci_high",
@@ -65,10 +61,10 @@ def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
         f"SELECT {', '.join(columns)} FROM generation_significance WHERE domain = ?", [domain]
     ).fetchall():
         data["tests"][row[0]] = dict(zip(columns, row, strict=True))
-    if _exists(conn, "generated_answers"):
+    if table_exists(conn, "generated_answers"):
         writer = conn.execute("SELECT any_value(writer) FROM generated_answers WHERE domain = ?", [domain]).fetchone()
         data["writer"] = writer[0] if writer else None
-    if _exists(conn, "answer_preferences"):
+    if table_exists(conn, "answer_preferences"):
         values = [
             r[0]
             for r in conn.execute(

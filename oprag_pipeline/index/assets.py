@@ -26,14 +26,7 @@ from oprag_pipeline.index.sync import SourcePoint, collection_name, sync_collect
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
-
-RAW_CHUNKS_DDL = """
-CREATE TABLE IF NOT EXISTS raw_chunks (
-    domain VARCHAR NOT NULL, point_key VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, chunk_index INTEGER NOT NULL,
-    char_start INTEGER NOT NULL, char_end INTEGER NOT NULL, entity_scope VARCHAR, text VARCHAR NOT NULL
-);
-"""
-
+from oprag_pipeline.warehouse import ensure_tables, records, replace_rows
 
 VECTOR_CACHE_ENV = "OPRAG_VECTOR_CACHE_DIR"
 ENRICHED_DENSE_ENV = "OPRAG_ENRICHED_DENSE"
@@ -115,41 +108,41 @@ def raw_kb(
     # chunk sizes are counted in the configured embedder's own tokens
     tokenizer = embedder.embedder().document_tokenizer()
     with warehouse.get_connection() as conn:
-        conn.execute(RAW_CHUNKS_DDL)
-        docs = conn.execute(
-            "SELECT doc_id, text, entity_scope, created_at FROM raw_documents WHERE domain = ? ORDER BY doc_id",
-            [domain],
-        ).fetchall()
-        meta = {d[0]: (d[2], d[3]) for d in docs}
+        ensure_tables(conn, "raw_chunks")
+        docs = records(
+            conn.execute(
+                "SELECT doc_id, text, entity_scope FROM raw_documents WHERE domain = ? ORDER BY doc_id",
+                [domain],
+            )
+        )
+        scope = {d["doc_id"]: d["entity_scope"] for d in docs}
         chunks = []
         for start in range(0, len(docs), 5000):
             chunks.extend(
                 chunk_documents(
-                    [(d[0], d[1]) for d in docs[start : start + 5000]],
+                    [(d["doc_id"], d["text"]) for d in docs[start : start + 5000]],
                     tokenizer,
                     chunk_tokens=config.chunk_tokens,
                     overlap=config.overlap,
                 )
             )
-        conn.execute("BEGIN TRANSACTION")
-        conn.execute("DELETE FROM raw_chunks WHERE domain = ?", [domain])
-        conn.executemany(
-            "INSERT INTO raw_chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        replace_rows(
+            conn,
+            "raw_chunks",
             [
-                [
-                    domain,
-                    f"{c.doc_id}#{c.index}",
-                    c.doc_id,
-                    c.index,
-                    c.char_start,
-                    c.char_end,
-                    meta[c.doc_id][0],
-                    c.text,
-                ]
+                {
+                    "point_key": f"{c.doc_id}#{c.index}",
+                    "doc_id": c.doc_id,
+                    "chunk_index": c.index,
+                    "char_start": c.char_start,
+                    "char_end": c.char_end,
+                    "entity_scope": scope[c.doc_id],
+                    "text": c.text,
+                }
                 for c in chunks
             ],
+            domain=domain,
         )
-        conn.execute("COMMIT")
     context.log.info(f"{domain}: {len(docs):,} documents → {len(chunks):,} chunks of ≤ {config.chunk_tokens} tokens")
     points = [
         SourcePoint(
@@ -161,7 +154,7 @@ def raw_kb(
                 "chunk_index": c.index,
                 "char_start": c.char_start,
                 "char_end": c.char_end,
-                "entity_scope": meta[c.doc_id][0],
+                "entity_scope": scope[c.doc_id],
             },
         )
         for c in chunks
@@ -192,31 +185,38 @@ EXPORT_BATCH_ROWS = 20_000
 DenseMode = Literal["joint", "composed"]
 
 
-def _entity_point(domain: str, r: tuple, *, enriched: bool, dense: DenseMode = "joint") -> SourcePoint:
-    payload = {"domain": domain, "doc_id": r[1], "entity_id": r[2], "entity_scope": r[13]}
+def _entity_point(domain: str, r: dict, *, enriched: bool, dense: DenseMode = "joint") -> SourcePoint:
+    """One `ENTITY_DOCS_SQL` row (by column name) as a vector-store point."""
+    payload = {"domain": domain, "doc_id": r["doc_id"], "entity_id": r["entity_id"], "entity_scope": r["entity_scope"]}
     if enriched:
-        author = json.loads(r[12]) if r[12] else {}
+        author = json.loads(r["author_attributes"]) if r["author_attributes"] else {}
         payload.update(
             {
-                "entity_name": r[3],
-                "tier1_name": r[4],
-                "tier2_name": r[5],
-                "sentiment": r[6],
-                "intensity": r[7],
-                "impact": r[8],
-                "emotions": list(r[9]),
-                "evidence_type": r[10],
-                "sentiment_intensity": r[11],
+                **{name: r[name] for name in ENRICHED_PAYLOAD},
+                "emotions": list(r["emotions"]),
                 **{f"author_{k}": v for k, v in author.items()},
             }
         )
     if not enriched:
-        return SourcePoint(key=r[0], text=r[15], payload=payload)
-    text, relevant = r[14], r[15] or ""
+        return SourcePoint(key=r["point_key"], text=r["relevant_text"], payload=payload)
+    text, relevant = r["text"], r["relevant_text"] or ""
     parts = None
     if dense == "composed" and relevant and text.endswith(relevant):
         parts = (text[: len(text) - len(relevant)], relevant)  # the metadata header, and the entity-split text
-    return SourcePoint(key=r[0], text=text, payload=payload, dense_parts=parts)
+    return SourcePoint(key=r["point_key"], text=text, payload=payload, dense_parts=parts)
+
+
+ENRICHED_PAYLOAD = (
+    "entity_name",
+    "tier1_name",
+    "tier2_name",
+    "sentiment",
+    "intensity",
+    "impact",
+    "evidence_type",
+    "sentiment_intensity",
+)
+"""Columns of `enriched_entity_docs` the enriched KB's payload carries as they are (besides emotions, authors)."""
 
 
 def _export_entity_docs(conn, domain: str, path: Path) -> int:
@@ -232,7 +232,7 @@ def _export_entity_docs(conn, domain: str, path: Path) -> int:
 
 def _entity_points(path: Path, domain: str, *, enriched: bool, dense: DenseMode = "joint") -> Iterator[SourcePoint]:
     for batch in pq.ParquetFile(path).iter_batches(batch_size=EXPORT_BATCH_ROWS):
-        for r in zip(*(column.to_pylist() for column in batch.columns), strict=True):
+        for r in batch.to_pylist():
             yield _entity_point(domain, r, enriched=enriched, dense=dense)
 
 

@@ -29,6 +29,7 @@ from oprag_pipeline.index.sync import collection_name
 from oprag_pipeline.index.vector_store import FilterValue, SearchHit, VectorStore
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.schema import SIGMA_SCALE
+from oprag_pipeline.warehouse import records
 
 MODES = ("semantic", "hybrid")
 BALANCED = "balanced"  # opinion-balanced hybrid retrieval, enriched KB only (see index/balancing.py)
@@ -338,26 +339,18 @@ def attach_opinions(conn: duckdb.DuckDBPyConnection, domain: str, kb: str, hits:
     if not hits:
         return
     doc_ids = sorted({h.payload["doc_id"] for h in hits})
-    rows = conn.execute(
-        """SELECT doc_id, entity_id, entity_name, sentiment, intensity, sentiment_intensity, impact_score, emotions,
-                  span_start, span_end
-           FROM opinions WHERE domain = ? AND doc_id IN (SELECT unnest(?))""",
-        [domain, doc_ids],
-    ).fetchall()
+    rows = records(
+        conn.execute(
+            """SELECT doc_id, entity_id, entity_name, sentiment, intensity, sentiment_intensity, impact_score,
+                      emotions, span_start, span_end
+               FROM opinions WHERE domain = ? AND doc_id IN (SELECT unnest(?))""",
+            [domain, doc_ids],
+        )
+    )
     by_doc: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        by_doc.setdefault(r[0], []).append(
-            {
-                "entity_id": r[1],
-                "entity_name": r[2],
-                "sentiment": r[3],
-                "intensity": r[4],
-                "sentiment_intensity": r[5],
-                "impact_score": r[6],
-                "emotions": list(r[7]),
-                "span": (r[8], r[9]),
-            }
-        )
+        doc_id, span = r.pop("doc_id"), (r.pop("span_start"), r.pop("span_end"))
+        by_doc.setdefault(doc_id, []).append({**r, "emotions": list(r["emotions"]), "span": span})
     authors: dict[str, dict[str, str]] = {}
     for doc_id, attribute, value in conn.execute(
         "SELECT doc_id, attribute, value FROM author_attributes WHERE domain = ? AND doc_id IN (SELECT unnest(?))",

@@ -1,8 +1,9 @@
 """Warehouse tables of the ingest stage and the incremental diff against the previous ingest.
 
-`raw_documents` has no PRIMARY KEY on purpose: DuckDB's index makes the per-domain replace (delete, re-insert)
-several times slower, and uniqueness of (domain, doc_id) is already guaranteed by the reader, which collapses
-or quarantines repeated ids, and checked by the `rows_reconcile` asset check.
+The tables are declared in `oprag_pipeline/warehouse.py`. `raw_documents` has no PRIMARY KEY on purpose: DuckDB's
+index makes the per-domain replace (delete, re-insert) several times slower, and uniqueness of (domain, doc_id) is
+already guaranteed by the reader, which collapses or quarantines repeated ids, and checked by the `rows_reconcile`
+asset check.
 
 Later stages ask `changed_doc_ids()` what to redo instead of re-deriving it; the diff is computed once here,
 in SQL, where both versions of the domain are side by side.
@@ -16,69 +17,11 @@ from datetime import UTC, datetime
 import duckdb
 import pyarrow as pa
 
+from oprag_pipeline import warehouse
 from oprag_pipeline.ingest.readers import ACCEPTED_SCHEMA, DomainReadResult, QuarantinedRow
 
-DDL = """
-CREATE TABLE IF NOT EXISTS raw_documents (
-    domain VARCHAR NOT NULL,
-    doc_id VARCHAR NOT NULL,
-    text VARCHAR NOT NULL,
-    title VARCHAR,
-    entity_scope VARCHAR,
-    author_id VARCHAR,
-    created_at TIMESTAMP,
-    rating DOUBLE,
-    author_attributes JSON,
-    extra JSON,
-    content_hash VARCHAR NOT NULL,
-    source_file VARCHAR NOT NULL,
-    source_row BIGINT NOT NULL,
-    first_ingest_id INTEGER NOT NULL,
-    changed_ingest_id INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS quarantined_rows (
-    domain VARCHAR NOT NULL,
-    ingest_id INTEGER NOT NULL,
-    file VARCHAR NOT NULL,
-    row_number BIGINT NOT NULL,
-    reason VARCHAR NOT NULL,
-    detail VARCHAR,
-    raw_content VARCHAR
-);
-CREATE TABLE IF NOT EXISTS ingest_files (
-    domain VARCHAR NOT NULL,
-    ingest_id INTEGER NOT NULL,
-    file VARCHAR NOT NULL,
-    size_bytes BIGINT NOT NULL,
-    sha256 VARCHAR NOT NULL,
-    rows_read BIGINT NOT NULL,
-    accepted BIGINT NOT NULL,
-    quarantined BIGINT NOT NULL,
-    duplicates BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ingest_runs (
-    domain VARCHAR NOT NULL,
-    ingest_id INTEGER NOT NULL,
-    run_id VARCHAR,
-    finished_at TIMESTAMP NOT NULL,
-    files INTEGER NOT NULL,
-    rows_read BIGINT NOT NULL,
-    accepted BIGINT NOT NULL,
-    quarantined BIGINT NOT NULL,
-    duplicates BIGINT NOT NULL,
-    new_docs BIGINT NOT NULL,
-    changed_docs BIGINT NOT NULL,
-    unchanged_docs BIGINT NOT NULL,
-    removed_docs BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS document_changes (
-    domain VARCHAR NOT NULL,
-    ingest_id INTEGER NOT NULL,
-    doc_id VARCHAR NOT NULL,
-    change VARCHAR NOT NULL,
-    content_hash VARCHAR
-);
-"""
+TABLES = ("raw_documents", "quarantined_rows", "ingest_files", "ingest_runs", "document_changes")
+"""The ingest stage's tables, declared in `oprag_pipeline/warehouse.py`."""
 
 STAGING = "_staging_raw_documents"
 
@@ -93,7 +36,7 @@ class IngestSummary:
 
 
 def ensure_tables(conn: duckdb.DuckDBPyConnection) -> None:
-    conn.execute(DDL)
+    warehouse.ensure_tables(conn, *TABLES)
 
 
 def start_staging(conn: duckdb.DuckDBPyConnection) -> None:
@@ -105,7 +48,7 @@ def start_staging(conn: duckdb.DuckDBPyConnection) -> None:
 
 def stage_batch(conn: duckdb.DuckDBPyConnection, batch: pa.Table) -> None:
     conn.register("_batch", batch)
-    conn.execute(f"INSERT INTO {STAGING} SELECT * FROM _batch")
+    conn.execute(f"INSERT INTO {STAGING} BY NAME SELECT * FROM _batch")
     conn.unregister("_batch")
 
 
@@ -146,43 +89,44 @@ def commit_domain(
         conn.execute("DELETE FROM raw_documents WHERE domain = ?", [domain])
         conn.execute(
             f"""
-            INSERT INTO raw_documents
-            SELECT $domain, s.doc_id, s.text, s.title, s.entity_scope, s.author_id, s.created_at, s.rating,
+            INSERT INTO raw_documents BY NAME
+            SELECT $domain AS domain, s.doc_id, s.text, s.title, s.entity_scope, s.author_id, s.created_at, s.rating,
                    s.author_attributes, s.extra, s.content_hash, s.source_file, s.source_row,
-                   coalesce(d.first_ingest_id, $ingest_id),
-                   CASE WHEN d.change = 'unchanged' THEN d.changed_ingest_id ELSE $ingest_id END
+                   coalesce(d.first_ingest_id, $ingest_id) AS first_ingest_id,
+                   CASE WHEN d.change = 'unchanged' THEN d.changed_ingest_id ELSE $ingest_id END AS changed_ingest_id
             FROM {STAGING} s JOIN _diff d USING (doc_id)
             """,
             {"domain": domain, "ingest_id": ingest_id},
         )
         conn.execute(
             """
-            INSERT INTO document_changes
-            SELECT $domain, $ingest_id, doc_id, change, content_hash FROM _diff WHERE change <> 'unchanged'
+            INSERT INTO document_changes BY NAME
+            SELECT $domain AS domain, $ingest_id AS ingest_id, doc_id, change, content_hash
+            FROM _diff WHERE change <> 'unchanged'
             """,
             {"domain": domain, "ingest_id": ingest_id},
         )
         conn.execute("DELETE FROM quarantined_rows WHERE domain = ?", [domain])
         _insert_quarantine(conn, domain, ingest_id, result.quarantined)
         conn.execute("DELETE FROM ingest_files WHERE domain = ?", [domain])
-        if result.files:
-            conn.executemany(
-                "INSERT INTO ingest_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        domain,
-                        ingest_id,
-                        f.file,
-                        f.size_bytes,
-                        f.sha256,
-                        f.rows_read,
-                        f.accepted,
-                        f.quarantined,
-                        f.duplicates,
-                    ]
-                    for f in result.files
-                ],
-            )
+        warehouse.insert_rows(
+            conn,
+            "ingest_files",
+            [
+                {
+                    "file": f.file,
+                    "size_bytes": f.size_bytes,
+                    "sha256": f.sha256,
+                    "rows_read": f.rows_read,
+                    "accepted": f.accepted,
+                    "quarantined": f.quarantined,
+                    "duplicates": f.duplicates,
+                }
+                for f in result.files
+            ],
+            domain=domain,
+            ingest_id=ingest_id,
+        )
         summary = IngestSummary(
             ingest_id=ingest_id,
             new=int(counts.get("new", 0)),
@@ -190,22 +134,25 @@ def commit_domain(
             unchanged=int(counts.get("unchanged", 0)),
             removed=int(counts.get("removed", 0)),
         )
-        conn.execute(
-            "INSERT INTO ingest_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        warehouse.insert_rows(
+            conn,
+            "ingest_runs",
             [
-                domain,
-                ingest_id,
-                run_id,
-                datetime.now(UTC).replace(tzinfo=None),
-                len(result.files),
-                result.rows_read,
-                result.accepted,
-                len(result.quarantined),
-                result.duplicates,
-                summary.new,
-                summary.changed,
-                summary.unchanged,
-                summary.removed,
+                {
+                    "domain": domain,
+                    "ingest_id": ingest_id,
+                    "run_id": run_id,
+                    "finished_at": datetime.now(UTC).replace(tzinfo=None),
+                    "files": len(result.files),
+                    "rows_read": result.rows_read,
+                    "accepted": result.accepted,
+                    "quarantined": len(result.quarantined),
+                    "duplicates": result.duplicates,
+                    "new_docs": summary.new,
+                    "changed_docs": summary.changed,
+                    "unchanged_docs": summary.unchanged,
+                    "removed_docs": summary.removed,
+                }
             ],
         )
         conn.execute("COMMIT")
@@ -221,22 +168,16 @@ def commit_domain(
 def _insert_quarantine(
     conn: duckdb.DuckDBPyConnection, domain: str, ingest_id: int, rows: list[QuarantinedRow]
 ) -> None:
-    if not rows:
-        return
-    table = pa.table(
-        {
-            "domain": [domain] * len(rows),
-            "ingest_id": [ingest_id] * len(rows),
-            "file": [r.file for r in rows],
-            "row_number": [r.row_number for r in rows],
-            "reason": [r.reason for r in rows],
-            "detail": [r.detail for r in rows],
-            "raw_content": [r.raw for r in rows],
-        }
+    warehouse.insert_rows(
+        conn,
+        "quarantined_rows",
+        [
+            {"file": r.file, "row_number": r.row_number, "reason": r.reason, "detail": r.detail, "raw_content": r.raw}
+            for r in rows
+        ],
+        domain=domain,
+        ingest_id=ingest_id,
     )
-    conn.register("_quarantine", table)
-    conn.execute("INSERT INTO quarantined_rows SELECT * FROM _quarantine")
-    conn.unregister("_quarantine")
 
 
 def changed_doc_ids(conn: duckdb.DuckDBPyConnection, domain: str, since_ingest_id: int = 0) -> dict[str, list[str]]:
@@ -255,7 +196,7 @@ def changed_doc_ids(conn: duckdb.DuckDBPyConnection, domain: str, since_ingest_i
 
 def reconcile(conn: duckdb.DuckDBPyConnection, domain: str) -> list[dict[str, object]]:
     """Per file: rows read against what the tables hold. Any row of the result with `balanced` false is a loss."""
-    rows = conn.execute(
+    cursor = conn.execute(
         """
         SELECT f.file, f.rows_read,
                coalesce(a.n, 0) AS accepted, coalesce(q.n, 0) AS quarantined, f.duplicates,
@@ -267,6 +208,5 @@ def reconcile(conn: duckdb.DuckDBPyConnection, domain: str) -> list[dict[str, ob
         WHERE f.domain = $d ORDER BY f.file
         """,
         {"d": domain},
-    ).fetchall()
-    keys = ("file", "rows_read", "accepted", "quarantined", "duplicates", "balanced")
-    return [dict(zip(keys, row, strict=True)) for row in rows]
+    )
+    return warehouse.records(cursor)

@@ -17,6 +17,7 @@ from oprag_pipeline.registry.llm_bootstrap import bootstrap_candidates
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, update_registry
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource
 from oprag_pipeline.schema import cost_label
+from oprag_pipeline.warehouse import records, replace_rows
 
 LLM_EXTRACTORS = ("anthropic", "anthropic-batch", "openai-compatible")
 
@@ -85,19 +86,19 @@ def extraction_sample(
     domain = context.partition_key
     with warehouse.get_connection() as conn:
         store.ensure_tables(conn)
-        rows = conn.execute(
-            SAMPLE_SQL,
-            {
-                "domain": domain,
-                "seed": config.seed,
-                "sentences": config.sentences,
-                "min_documents": config.min_documents,
-                "max_documents": config.max_documents,
-            },
-        ).fetchall()
-        conn.execute("DELETE FROM extraction_sample WHERE domain = ?", [domain])
-        if rows:
-            conn.executemany("INSERT INTO extraction_sample VALUES (?, ?, ?, ?)", [[domain, *r] for r in rows])
+        rows = records(
+            conn.execute(
+                SAMPLE_SQL,
+                {
+                    "domain": domain,
+                    "seed": config.seed,
+                    "sentences": config.sentences,
+                    "min_documents": config.min_documents,
+                    "max_documents": config.max_documents,
+                },
+            )
+        )
+        replace_rows(conn, "extraction_sample", rows, domain=domain)
         strata = conn.execute(
             "SELECT count(DISTINCT stratum) FROM extraction_sample WHERE domain = ?", [domain]
         ).fetchone()[0]
@@ -159,12 +160,20 @@ def entity_candidates(
                 min_sentence_share=config.min_sentence_share,
                 limit=config.limit,
             )
-        conn.execute("DELETE FROM entity_candidates WHERE domain = ?", [domain])
-        if candidates:
-            conn.executemany(
-                "INSERT INTO entity_candidates VALUES (?, ?, ?, ?, ?)",
-                [[domain, c.key, c.name, json.dumps(dict(c.aliases)), c.doc_frequency] for c in candidates],
-            )
+        replace_rows(
+            conn,
+            "entity_candidates",
+            [
+                {
+                    "candidate_key": c.key,
+                    "name": c.name,
+                    "aliases": json.dumps(dict(c.aliases)),
+                    "doc_frequency": c.doc_frequency,
+                }
+                for c in candidates
+            ],
+            domain=domain,
+        )
     top = ", ".join(f"{c.name} ({c.doc_frequency})" for c in candidates[:15])
     context.log.info(f"{domain}: {len(candidates)} candidates from {len(docs)} sampled documents; top: {top}")
     metadata = {"candidates": len(candidates), "top": MetadataValue.text(top)}

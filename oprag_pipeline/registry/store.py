@@ -7,60 +7,48 @@ from datetime import UTC, datetime
 
 import duckdb
 
+from oprag_pipeline import warehouse
 from oprag_pipeline.registry.taxonomy import Entity, Registry
 from oprag_pipeline.schema import RegistryEntity
 
-DDL = """
-CREATE TABLE IF NOT EXISTS extraction_sample (
-    domain VARCHAR NOT NULL, doc_id VARCHAR NOT NULL, stratum VARCHAR NOT NULL, sample_rank INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS entity_candidates (
-    domain VARCHAR NOT NULL, candidate_key VARCHAR NOT NULL, name VARCHAR NOT NULL,
-    aliases JSON NOT NULL, doc_frequency INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS entity_registry (
-    domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, name VARCHAR NOT NULL,
-    tier1_id VARCHAR NOT NULL, tier1_name VARCHAR NOT NULL, tier2_id VARCHAR NOT NULL, tier2_name VARCHAR NOT NULL,
-    aliases VARCHAR[] NOT NULL, alias_counts JSON NOT NULL, centroid FLOAT[] NOT NULL,
-    status VARCHAR NOT NULL, merged_into VARCHAR, registry_version INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS entity_registry_unmapped (
-    domain VARCHAR NOT NULL, candidate_key VARCHAR NOT NULL, doc_frequency INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS entity_registry_versions (
-    domain VARCHAR NOT NULL, registry_version INTEGER NOT NULL, created_at TIMESTAMP NOT NULL,
-    entities_created INTEGER NOT NULL, candidates_mapped INTEGER NOT NULL, unmapped_pool INTEGER NOT NULL,
-    overrides_hash VARCHAR
-);
-"""
+TABLES = (
+    "extraction_sample",
+    "entity_candidates",
+    "entity_registry",
+    "entity_registry_unmapped",
+    "entity_registry_versions",
+)
+"""The registry stage's tables, declared in `oprag_pipeline/warehouse.py`."""
 
 
 def ensure_tables(conn: duckdb.DuckDBPyConnection) -> None:
-    conn.execute(DDL)
+    warehouse.ensure_tables(conn, *TABLES)
 
 
 def load_registry(conn: duckdb.DuckDBPyConnection, domain: str) -> tuple[Registry | None, str | None]:
     """The stored registry of a domain and the hash of the overrides it was built with."""
-    rows = conn.execute(
-        """SELECT entity_id, name, tier2_id, tier2_name, tier1_id, tier1_name, alias_counts, centroid, status,
-                  merged_into, registry_version
-           FROM entity_registry WHERE domain = ? ORDER BY entity_id""",
-        [domain],
-    ).fetchall()
+    rows = warehouse.records(
+        conn.execute(
+            """SELECT entity_id, name, tier2_id, tier2_name, tier1_id, tier1_name, alias_counts, centroid, status,
+                      merged_into, registry_version
+               FROM entity_registry WHERE domain = ? ORDER BY entity_id""",
+            [domain],
+        )
+    )
     if not rows:
         return None, None
     entities = [
         Entity(
-            entity_id=r[0],
-            name=r[1],
-            tier2_id=r[2],
-            tier2_name=r[3],
-            tier1_id=r[4],
-            tier1_name=r[5],
-            aliases=json.loads(r[6]),
-            centroid=list(r[7]),
-            status=r[8],
-            merged_into=r[9],
+            entity_id=r["entity_id"],
+            name=r["name"],
+            tier2_id=r["tier2_id"],
+            tier2_name=r["tier2_name"],
+            tier1_id=r["tier1_id"],
+            tier1_name=r["tier1_name"],
+            aliases=json.loads(r["alias_counts"]),
+            centroid=list(r["centroid"]),
+            status=r["status"],
+            merged_into=r["merged_into"],
         )
         for r in rows
     ]
@@ -74,7 +62,9 @@ def load_registry(conn: duckdb.DuckDBPyConnection, domain: str) -> tuple[Registr
         "created_at DESC LIMIT 1",
         [domain],
     ).fetchone()
-    return Registry(version=int(rows[0][10]), entities=entities, unmapped=unmapped), (meta[0] if meta else None)
+    return Registry(version=int(rows[0]["registry_version"]), entities=entities, unmapped=unmapped), (
+        meta[0] if meta else None
+    )
 
 
 def save_registry(
@@ -84,53 +74,52 @@ def save_registry(
     summary: dict[str, int],
     overrides_hash: str | None,
 ) -> None:
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        conn.execute("DELETE FROM entity_registry WHERE domain = ?", [domain])
-        conn.execute("DELETE FROM entity_registry_unmapped WHERE domain = ?", [domain])
-        if registry.entities:
-            conn.executemany(
-                "INSERT INTO entity_registry VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        domain,
-                        e.entity_id,
-                        e.name,
-                        e.tier1_id,
-                        e.tier1_name,
-                        e.tier2_id,
-                        e.tier2_name,
-                        list(e.aliases),
-                        json.dumps(e.aliases),
-                        e.centroid,
-                        e.status,
-                        e.merged_into,
-                        registry.version,
-                    ]
-                    for e in registry.entities
-                ],
-            )
-        if registry.unmapped:
-            conn.executemany(
-                "INSERT INTO entity_registry_unmapped VALUES (?, ?, ?)",
-                [[domain, k, n] for k, n in registry.unmapped.items()],
-            )
-        conn.execute(
-            "INSERT INTO entity_registry_versions VALUES (?, ?, ?, ?, ?, ?, ?)",
+    with warehouse.transaction(conn):
+        warehouse.replace_rows(
+            conn,
+            "entity_registry",
             [
-                domain,
-                registry.version,
-                datetime.now(UTC).replace(tzinfo=None),
-                summary.get("created", 0),
-                summary.get("mapped", 0),
-                summary.get("unmapped", 0),
-                overrides_hash,
+                {
+                    "entity_id": e.entity_id,
+                    "name": e.name,
+                    "tier1_id": e.tier1_id,
+                    "tier1_name": e.tier1_name,
+                    "tier2_id": e.tier2_id,
+                    "tier2_name": e.tier2_name,
+                    "aliases": list(e.aliases),
+                    "alias_counts": json.dumps(e.aliases),
+                    "centroid": e.centroid,
+                    "status": e.status,
+                    "merged_into": e.merged_into,
+                    "registry_version": registry.version,
+                }
+                for e in registry.entities
+            ],
+            within=True,
+            domain=domain,
+        )
+        warehouse.replace_rows(
+            conn,
+            "entity_registry_unmapped",
+            [{"candidate_key": k, "doc_frequency": n} for k, n in registry.unmapped.items()],
+            within=True,
+            domain=domain,
+        )
+        warehouse.insert_rows(
+            conn,
+            "entity_registry_versions",
+            [
+                {
+                    "domain": domain,
+                    "registry_version": registry.version,
+                    "created_at": datetime.now(UTC).replace(tzinfo=None),
+                    "entities_created": summary.get("created", 0),
+                    "candidates_mapped": summary.get("mapped", 0),
+                    "unmapped_pool": summary.get("unmapped", 0),
+                    "overrides_hash": overrides_hash,
+                }
             ],
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def registry_entities(conn: duckdb.DuckDBPyConnection, domain: str) -> tuple[int, list[RegistryEntity]]:

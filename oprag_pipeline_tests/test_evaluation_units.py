@@ -96,9 +96,12 @@ def test_without_usable_gold_the_choice_is_the_plain_one() -> None:
     ]
     plain = choose_evaluation_entities(candidates, min_entropy=0.6, min_mentions=20, max_entities=3)
     for gold in ({}, {"e2": GoldSupport(3, 2, 1)}, {"e3": GoldSupport(50, 0, 50)}, {"e9": GoldSupport(50, 20, 30)}):
-        assert choose_evaluation_entities(
-            candidates, min_entropy=0.6, min_mentions=20, max_entities=3, gold=gold, min_gold_mentions=10
-        ) == plain, gold
+        assert (
+            choose_evaluation_entities(
+                candidates, min_entropy=0.6, min_mentions=20, max_entities=3, gold=gold, min_gold_mentions=10
+            )
+            == plain
+        ), gold
 
 
 # --- questions ---------------------------------------------------------------------------------------------------

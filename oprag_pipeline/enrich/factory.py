@@ -36,7 +36,10 @@ def build_extractor(
         return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None)
     options: dict[str, Any] = {"max_concurrency": max_concurrency}
     for name, chosen in (
-        ("model", model), ("timeout", timeout), ("price_per_mtok", price_per_mtok), ("api_key", api_key)
+        ("model", model),
+        ("timeout", timeout),
+        ("price_per_mtok", price_per_mtok),
+        ("api_key", api_key),
     ):
         if chosen is not None:
             options[name] = chosen

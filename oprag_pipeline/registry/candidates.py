@@ -461,8 +461,7 @@ def target_mentions(text: str) -> list[TargetMention]:
             joined = _open_particle_compound(lowered, j, previous)
             last = j + 1 if joined else j  # the particle is part of the name
             opinionated = any(
-                clause[k] == clause[i] and (start - BEFORE <= k < start or last < k <= last + AFTER)
-                for k in opinion_at
+                clause[k] == clause[i] and (start - BEFORE <= k < start or last < k <= last + AFTER) for k in opinion_at
             )
             proper = all(tags[k].startswith("NNP") and tokens[k][:1].isupper() for k in range(start, j + 1))
             words = tuple(lowered[start : j + 1])

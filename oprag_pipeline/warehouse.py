@@ -177,7 +177,7 @@ TABLES: dict[str, str] = {
         domain VARCHAR NOT NULL, metric VARCHAR NOT NULL, treatment VARCHAR NOT NULL, baseline VARCHAR NOT NULL,
         n_questions INTEGER NOT NULL, treatment_mean DOUBLE, baseline_mean DOUBLE, relative_change DOUBLE,
         relative_change_label VARCHAR NOT NULL, mean_difference DOUBLE, ci_low DOUBLE, ci_high DOUBLE,
-        wilcoxon_statistic DOUBLE, p_value DOUBLE
+        wilcoxon_statistic DOUBLE, p_value DOUBLE, n_entities INTEGER
     """,
     "answer_preferences": """
         domain VARCHAR NOT NULL, question_id VARCHAR NOT NULL, judge VARCHAR NOT NULL,

@@ -71,11 +71,14 @@ def test_fidelity_compares_the_two_answers_with_paired_tests(generation_demo) ->
         r[0]: r[1:]
         for r in query(
             data_dir,
-            "SELECT metric, n_questions, treatment_mean, baseline_mean, p_value FROM generation_significance",
+            """SELECT metric, n_questions, treatment_mean, baseline_mean, p_value, n_entities
+               FROM generation_significance""",
         )
     }
-    n, treatment, baseline, p = tests["w1"]
+    n, treatment, baseline, p, entities = tests["w1"]
     assert n == query(data_dir, "SELECT count(*) FROM evaluation_questions")[0][0]
+    # tested over entities, as the retrieval tables: one unit per evaluated entity with opinions in the corpus
+    assert entities == query(data_dir, "SELECT count(DISTINCT entity_id) FROM evaluation_questions")[0][0]
     assert treatment < baseline and p is not None and 0 <= p <= 1
     assert "w1_gold" in tests  # the demo carries planted labels
 

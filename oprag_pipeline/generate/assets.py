@@ -16,7 +16,7 @@ from pydantic import Field
 from oprag_pipeline import config as env_config  # `config` is the assets' run config
 from oprag_pipeline.enrich.offline import OfflineExtractor
 from oprag_pipeline.evaluate.metrics import ScoreDistribution
-from oprag_pipeline.evaluate.stats import compare_paired
+from oprag_pipeline.evaluate.stats import compare_clustered
 from oprag_pipeline.generate.answer import Answer
 from oprag_pipeline.generate.api import WRITERS, answer_in_context, build_writer
 from oprag_pipeline.generate.context import DomainKnowledge, gather
@@ -166,9 +166,11 @@ def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResourc
         registry = list(knowledge.entities.values())
         rows: list[dict] = []
         values: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+        entity_of: dict[str, str] = {}  # question → its entity: the unit the tests run over
         for question_id, entity_id, variant, answer_json in answers:
             if entity_id not in corpus:
                 continue
+            entity_of[question_id] = entity_id
             answer = Answer.from_dict(json.loads(answer_json))
             read = {} if answer.stated_for(entity_id) else read_back(answer.text, extractor, registry)
             figures = answer_fidelity(
@@ -181,15 +183,12 @@ def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResourc
         replace_rows(conn, "generation_metrics", rows, domain=domain)
         tests: list[dict] = []
         for metric, by_variant in sorted(values.items()):
-            shared = sorted(set(by_variant.get("opinion_aware", {})) & set(by_variant.get("plain", {})))
-            if not shared:
+            if not set(by_variant.get("opinion_aware", {})) & set(by_variant.get("plain", {})):
                 continue
-            c = compare_paired(
-                metric,
-                "opinion_aware",
-                [by_variant["opinion_aware"][q] for q in shared],
-                "plain",
-                [by_variant["plain"][q] for q in shared],
+            # over entities, as the retrieval tables: an entity's ~10 questions share its corpus distribution and
+            # most of their evidence, so they are one observation, not ten
+            c = compare_clustered(
+                metric, "opinion_aware", by_variant["opinion_aware"], "plain", by_variant["plain"], entity_of
             )
             tests.append(c.row())
         replace_rows(conn, "generation_significance", tests, domain=domain)

@@ -27,14 +27,19 @@ METRICS = (
     ("conveys_entity", "answers conveying the entity", "higher"),
     ("flagged", "answers flagged by validation", "lower"),
 )
-HEADERS = ["metric", "better", "plain RAG", "opinion-aware", "change", "95% CI of difference", "p (Wilcoxon)", "n"]
+HEADERS = [
+    "metric", "better", "plain RAG", "opinion-aware", "change", "95% CI of difference", "p (Wilcoxon)", "entities",
+    "questions",
+]  # fmt: skip
 TEXT = (
     "One answer per evaluation question from each pipeline: opinion-aware (balanced retrieval on the enriched KB; "
     "the answer states the corpus shares and quotes every side present) and plain RAG (hybrid retrieval of raw "
     "chunks; the answer quotes the most relevant passages). What an answer conveys is read from the shares it "
     "states, else by running the offline extractor on its sentences; W1 is on the σ-scale. Minority erasure: a side "
-    "held by at least 10% of the corpus's opinions that the answer does not convey. Paired Wilcoxon signed-rank "
-    "tests over questions, bootstrap 95% CI of the mean difference (opinion-aware − plain)."
+    "held by at least 10% of the corpus's opinions that the answer does not convey. As in the retrieval tables, the "
+    "tests run over entities: each pipeline's metric is averaged over the entity's questions, then a paired Wilcoxon "
+    "signed-rank test and a cluster-bootstrap 95% CI of the mean difference (opinion-aware − plain) over entities; "
+    "means are over entities."
 )
 
 
@@ -55,7 +60,7 @@ def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
         return data
     columns = [
         "metric", "n_questions", "treatment_mean", "baseline_mean", "relative_change_label", "ci_low", "ci_high",
-        "p_value",
+        "p_value", "n_entities",
     ]  # fmt: skip
     for row in conn.execute(
         f"SELECT {', '.join(columns)} FROM generation_significance WHERE domain = ?", [domain]
@@ -94,10 +99,12 @@ def _rows(data: dict[str, Any]) -> list[list[str]]:
         t = data["tests"].get(metric)
         if t is None:
             continue
-        ci = f"[{_num(t['ci_low'])}, {_num(t['ci_high'])}]"
+        entities = t.get("n_entities")
+        # one entity gives nothing to resample: no interval is claimed (as in the retrieval tables)
+        ci = "no CI (1 entity)" if (entities or 0) < 2 else f"[{_num(t['ci_low'])}, {_num(t['ci_high'])}]"
         rows.append(
             [label, better, _num(t["baseline_mean"]), _num(t["treatment_mean"]), t["relative_change_label"], ci,
-             _num(t["p_value"]), str(t["n_questions"])]
+             _num(t["p_value"]), _num(entities), str(t["n_questions"])]
         )  # fmt: skip
     return rows
 

@@ -2,9 +2,10 @@
 `oprag serve` taken in headless Chromium.
 
 The domain must have been run through the pipeline first (`oprag run`: `generation_fidelity` is part of the graph).
-Figures come from what the pipeline stored (`generation_significance`, paired over the evaluation questions), so they
-are the ones the report shows. Latency: the median of `ask` over a few evaluation questions for each pipeline, next
-to the same run's retrieval alone (the baseline: what answering adds to retrieving).
+Figures come from what the pipeline stored (`generation_significance`: each metric averaged over an entity's
+questions, then paired over entities), so they are the ones the report shows. Latency: the median of `ask` over a
+few evaluation questions for each pipeline, next to the same run's retrieval alone (the baseline: what answering
+adds to retrieving).
 
     .venv/bin/python benchmarks/bench_generation.py --data-dir DATA_DIR [--domain D ...] [--questions 5]
         [--screenshot serve.png]
@@ -32,18 +33,20 @@ METRICS = ("w1", "w1_gold", "minority_erased", "grounded_quote_rate", "shares_wi
 
 def fidelity_table(conn: duckdb.DuckDBPyConnection, domain: str) -> list[str]:
     rows = conn.execute(
-        """SELECT metric, n_questions, baseline_mean, treatment_mean, relative_change_label, ci_low, ci_high, p_value
+        """SELECT metric, n_entities, n_questions, baseline_mean, treatment_mean, relative_change_label, ci_low,
+                  ci_high, p_value
            FROM generation_significance WHERE domain = ?""",
         [domain],
     ).fetchall()
     by_metric = {r[0]: r for r in rows}
-    lines = [f"{'metric':<26}{'n':>5}{'plain':>10}{'aware':>10}{'change':>10}   95% CI of diff      p"]
+    lines = [f"{'metric':<26}{'ent.':>5}{'q.':>5}{'plain':>10}{'aware':>10}{'change':>10}   95% CI of diff      p"]
     for metric in METRICS:
         if metric in by_metric:
-            _, n, plain, aware, change, low, high, p = by_metric[metric]
+            _, entities, n, plain, aware, change, low, high, p = by_metric[metric]
             p_text = "n/a" if p is None else f"{p:.2g}"
             lines.append(
-                f"{metric:<26}{n:>5}{plain:>10.3f}{aware:>10.3f}{change:>10}   [{low:+.3f}, {high:+.3f}]  {p_text}"
+                f"{metric:<26}{entities or 0:>5}{n:>5}{plain:>10.3f}{aware:>10.3f}{change:>10}   "
+                f"[{low:+.3f}, {high:+.3f}]  {p_text}"
             )
     return lines
 

@@ -328,3 +328,17 @@ def test_group_fair_searcher_takes_its_weights_from_the_tradeoff_curve(monkeypat
     assert seen["k"] == 7 and seen["query"] == "the pool?"
     assert seen["sigma_weight"] == 0.75 and seen["group_weight"] == 0.25
     assert seen["group_shares"] == {"e1": {"type": {"solo": 0.5, "family": 0.5}}}
+
+
+def test_fair_points_average_each_weight_and_skip_a_weight_without_w1() -> None:
+    from oprag_pipeline.analysis.fairness import fair_points
+
+    scores = [
+        ("fair:0.0", "w1_gold", 4.0), ("fair:0.0", "w1_gold", 6.0),
+        ("fair:0.0", "coverage_matched_age", 0.5), ("fair:0.0", "coverage_matched_region", 1.0),
+        ("fair:1.0", "coverage_matched_age", 1.0),  # no W1 at this weight: nothing found on the entity
+        ("hybrid", "w1_gold", 9.0),  # another mode of the grid: not a trade-off point
+    ]  # fmt: skip
+    points = fair_points(scores, [0.0, 1.0], "w1_gold")
+    assert [(p.group_share, p.w1, p.coverage_matched, p.questions) for p in points] == [(0.0, 5.0, 0.75, 2)]
+    assert fair_points(scores, [0.0], "w1") == []  # the domain's W1 metric decides

@@ -4,8 +4,10 @@ embedded in the asset's metadata) and its report section; the maths is in drift.
 
 import warnings
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
+import duckdb
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
@@ -311,6 +313,71 @@ def _reference_points(conn, domain: str, k: int, w1_metric: str) -> list[fairnes
     return points
 
 
+def _fair_hits(
+    conn: duckdb.DuckDBPyConnection,
+    domain: str,
+    questions: Sequence[tuple[str, str, str]],
+    config: FairnessTradeoffConfig,
+    embedder: EmbedderResource,
+    vector_store: VectorStoreResource,
+) -> dict[tuple[str, str, str, int], list[Hit]]:
+    """Each question's fair retrieval at every group weight of the config, as the scoring grid's hits (mode
+    ``fair:<w_g>`` on the enriched KB)."""
+    retriever_store = vector_store.open_store()
+    retriever = Retriever(retriever_store, embedder.embedder(), profiles={domain: OpinionProfile.load(conn, domain)})
+    targets = author_group_shares(conn, domain)
+    hits: dict[tuple[str, str, str, int], list[Hit]] = {}
+    try:
+        for share in config.group_weights:
+            sigma_weight, group_weight = fairness.weights_for(share)
+            for question_id, _, text in questions:
+                found = fair_search(
+                    retriever,
+                    domain,
+                    text,
+                    k=config.k,
+                    group_shares=targets,
+                    sigma_weight=sigma_weight,
+                    group_weight=group_weight,
+                    pool_factor=config.pool_factor,
+                )
+                attach_opinions(conn, domain, "enriched", found)
+                hits[(question_id, "enriched", f"fair:{share}", config.k)] = [
+                    Hit(
+                        h.point_id,
+                        tuple(
+                            HitOpinion(o["entity_id"], o["sentiment_intensity"], o["impact_score"]) for o in h.opinions
+                        ),
+                        h.author,
+                        h.payload["doc_id"],
+                    )
+                    for h in found
+                ]
+    finally:
+        retriever_store.close()
+    return hits
+
+
+def _gold_by_doc(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[tuple[str, str], int]:
+    """(document, entity) → the gold σ-level, for the scoring grid's gold W1."""
+    return {
+        (d, e): s
+        for d, e, s in conn.execute(
+            "SELECT doc_id, entity_id, sentiment_intensity FROM gold_opinions WHERE domain = ?", [domain]
+        ).fetchall()
+    }
+
+
+def _author_groups(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, list[str]]:
+    """Each author attribute's values in the domain (the groups whose coverage the grid measures)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for attribute, value in conn.execute(
+        "SELECT DISTINCT attribute, value FROM author_attributes WHERE domain = ? ORDER BY ALL", [domain]
+    ).fetchall():
+        groups[attribute].append(value)
+    return groups
+
+
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
@@ -336,74 +403,22 @@ def fairness_tradeoff(
             "SELECT question_id, entity_id, text FROM evaluation_questions WHERE domain = ? ORDER BY question_id",
             [domain],
         ).fetchall()
-        profile = OpinionProfile.load(conn, domain)
-        targets = author_group_shares(conn, domain)
         corpus = _counts(conn, "opinions", domain)
         gold = _counts(conn, "gold_opinions", domain)
-        gold_by_doc = {
-            (d, e): s
-            for d, e, s in conn.execute(
-                "SELECT doc_id, entity_id, sentiment_intensity FROM gold_opinions WHERE domain = ?", [domain]
-            ).fetchall()
-        }
-        groups: dict[str, list[str]] = defaultdict(list)
-        for attribute, value in conn.execute(
-            "SELECT DISTINCT attribute, value FROM author_attributes WHERE domain = ? ORDER BY ALL", [domain]
-        ).fetchall():
-            groups[attribute].append(value)
-        store = vector_store.open_store()
-        retriever = Retriever(store, embedder.embedder(), profiles={domain: profile})
-        hits: dict[tuple[str, str, str, int], list[Hit]] = {}
-        try:
-            for share in config.group_weights:
-                sigma_weight, group_weight = fairness.weights_for(share)
-                for question_id, _, text in questions:
-                    found = fair_search(
-                        retriever,
-                        domain,
-                        text,
-                        k=config.k,
-                        group_shares=targets,
-                        sigma_weight=sigma_weight,
-                        group_weight=group_weight,
-                        pool_factor=config.pool_factor,
-                    )
-                    attach_opinions(conn, domain, "enriched", found)
-                    hits[(question_id, "enriched", f"fair:{share}", config.k)] = [
-                        Hit(
-                            h.point_id,
-                            tuple(
-                                HitOpinion(o["entity_id"], o["sentiment_intensity"], o["impact_score"])
-                                for o in h.opinions
-                            ),
-                            h.author,
-                            h.payload["doc_id"],
-                        )
-                        for h in found
-                    ]
-        finally:
-            store.close()
+        hits = _fair_hits(conn, domain, questions, config, embedder, vector_store)
+        scored = score_grid(
+            {q: e for q, e, _ in questions},
+            hits,
+            corpus,
+            _author_groups(conn, domain),
+            gold_corpus=gold,
+            gold_by_doc=_gold_by_doc(conn, domain),
+        )
         w1_metric = "w1_gold" if gold else "w1"
-        per_share: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for _question, _, mode, _, metric, value in score_grid(
-            {q: e for q, e, _ in questions}, hits, corpus, groups, gold_corpus=gold, gold_by_doc=gold_by_doc
-        ):
-            per_share[mode][metric].append(value)
         points = _reference_points(conn, domain, config.k, w1_metric)
-        for share in config.group_weights:
-            metrics = per_share.get(f"fair:{share}", {})
-            w1_values = metrics.get(w1_metric, [])
-            coverage = [v for m, vs in metrics.items() if m.startswith("coverage_matched_") for v in vs]
-            if w1_values:
-                points.append(
-                    fairness.TradeoffPoint(
-                        "enriched KB, fair",
-                        share,
-                        sum(w1_values) / len(w1_values),
-                        sum(coverage) / len(coverage) if coverage else 0.0,
-                        len(w1_values),
-                    )
-                )
+        points += fairness.fair_points(
+            ((mode, metric, value) for _, _, mode, _, metric, value in scored), config.group_weights, w1_metric
+        )
         replace_rows(
             conn,
             "fairness_tradeoff",

@@ -21,7 +21,7 @@ the selected authors has scores TV = 1 (no group represented), which is what pus
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of the objective given to author groups, on the curve
@@ -117,6 +117,33 @@ class TradeoffPoint:
     w1: float
     coverage_matched: float
     questions: int
+
+
+def fair_points(
+    scores: Iterable[tuple[str, str, float]], group_weights: Sequence[float], w1_metric: str
+) -> list[TradeoffPoint]:
+    """One trade-off point per group weight from the scoring grid's (mode, metric, value) rows of the ``fair:<w_g>``
+    modes: mean W1 (``w1_metric``) and mean coverage over every ``coverage_matched_*`` attribute. A weight whose
+    questions found no opinions has no W1, so it gets no point rather than a zero."""
+    per_mode: dict[str, dict[str, list[float]]] = {}
+    for mode, metric, value in scores:
+        per_mode.setdefault(mode, {}).setdefault(metric, []).append(value)
+    points = []
+    for share in group_weights:
+        metrics = per_mode.get(f"fair:{share}", {})
+        w1_values = metrics.get(w1_metric, [])
+        coverage = [v for m, vs in metrics.items() if m.startswith("coverage_matched_") for v in vs]
+        if w1_values:
+            points.append(
+                TradeoffPoint(
+                    "enriched KB, fair",
+                    share,
+                    sum(w1_values) / len(w1_values),
+                    sum(coverage) / len(coverage) if coverage else 0.0,
+                    len(w1_values),
+                )
+            )
+    return points
 
 
 def tradeoff_section(points: Sequence[TradeoffPoint], *, k: int, gold: bool, image: str | None = None) -> str:

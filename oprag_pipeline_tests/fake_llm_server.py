@@ -123,7 +123,7 @@ class RecordedRequest:
     doc_id: str | None = None
     fault: str | None = None
     usage: tuple[int, int] | None = None
-    answered: float | None = None  # when an error answer was sent (same clock as `started`)
+    answered: float | None = None  # just before an error answer was written (same clock as `started`)
 
 
 @dataclass
@@ -485,8 +485,9 @@ class FakeLLMServer:
                 extra["retry-after"] = fault.retry_after
             if fault.retry_after_ms is not None:
                 extra["retry-after-ms"] = fault.retry_after_ms
-            self._send_error(handler, api, 429, "rate_limit_error", "rate limited: slow down", extra)
+            # stamped before the answer is written, so no client can have read it earlier than `answered`
             record.answered = time.monotonic()
+            self._send_error(handler, api, 429, "rate_limit_error", "rate limited: slow down", extra)
             return
         if fault is not None and fault.kind == "server_error":
             kind = "overloaded_error" if fault.status == 529 else "api_error"
@@ -496,8 +497,8 @@ class FakeLLMServer:
             key = self._presented_key(api, headers) or ""
             message = f"invalid api key {key}" if fault.echo_key else "invalid api key"
             kind = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}[fault.status]
-            self._send_error(handler, api, fault.status, kind, message)
             record.answered = time.monotonic()
+            self._send_error(handler, api, fault.status, kind, message)
             return
         if fault is not None and fault.kind == "invalid_json":
             payload = b'{"id": "msg_truncated", "type": "message", "content": [{"type": "tool_u'

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from oprag_pipeline.evaluate.grid import run_grid
-from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
-from oprag_pipeline.index.vector_store import EdgeVectorStore, IndexPoint, point_uuid
+from oprag_pipeline.index.retrieval import OpinionProfile, Retriever, reciprocal_rank_fusion
+from oprag_pipeline.index.vector_store import EdgeVectorStore, IndexPoint, SearchHit, point_uuid
 from oprag_pipeline.registry.matching import AliasMatcher
 
 DIM = 8
@@ -137,3 +137,40 @@ def test_the_grid_gives_the_same_rows_twice(store) -> None:
     first, second = rows(), rows()
     assert first == second
     assert {r.mode for r in first} == {"semantic", "hybrid", "balanced", "mmr", "xquad", "pm2"}
+
+
+def test_reciprocal_rank_fusion_by_hand() -> None:
+    hit = lambda i: SearchHit(i, 0.0, {"doc_id": i})  # noqa: E731
+    fused = reciprocal_rank_fusion([[hit("a"), hit("b"), hit("c")], [hit("c"), hit("a")]], rrf_k=2)
+    # a: 1/2 + 1/3, c: 1/4 + 1/2, b: 1/3
+    assert [(h.id, round(h.score, 4)) for h in fused] == [("a", 0.8333), ("c", 0.75), ("b", 0.3333)]
+    tied = reciprocal_rank_fusion([[hit("y"), hit("x")], [hit("x"), hit("y")]], rrf_k=2)
+    assert [h.id for h in tied] == ["x", "y"]  # equal sums: by point id
+
+
+def test_hybrid_fusion_scores_as_the_engine_does(store) -> None:
+    # the fixture's dense and sparse orders have no ties of their own, so the engine's RRF is reproducible here
+    engine = store.search("d.enriched_kb", dense=QUERY, sparse=([1], [1.0]), k=30, mode="hybrid")
+    ours = retriever(store).search("d", "wifi?", k=30, mode="hybrid", kb="enriched")
+    assert {h.point_id: round(h.score, 5) for h in ours} == {h.id: round(h.score, 5) for h in engine}
+
+
+def _tied_point(i: int) -> IndexPoint:
+    point = _point(i)
+    # every point has the same BM25 weight: the sparse ranking is one 30-way tie
+    return IndexPoint(id=point.id, dense=point.dense, sparse=([1], [1.0]), payload=point.payload)
+
+
+@pytest.mark.parametrize("k", [3, 7, 20])
+def test_hybrid_lists_do_not_depend_on_the_order_points_were_written(tmp_path: Path, k: int) -> None:
+    lists = []
+    for order in (range(30), reversed(range(30)), [*range(0, 30, 2), *range(1, 30, 2)]):
+        s = EdgeVectorStore(tmp_path / f"qdrant-{len(lists)}")
+        s.ensure_collection("d.enriched_kb", DIM)
+        for i in order:  # one point per write, so each order is its own insertion sequence
+            s.upsert("d.enriched_kb", [_tied_point(i)])
+        r = retriever(s)
+        lists.append([(h.point_id, h.score) for h in r.search("d", "wifi?", k=k, mode="hybrid", kb="enriched")])
+        s.close()
+    assert lists[0] == lists[1] == lists[2]
+    assert len(lists[0]) == k

@@ -235,6 +235,19 @@ def test_hybrid_with_an_empty_sparse_query_falls_back_to_dense_ranking(store: Ve
     assert ids(hits)[:2] == [CORPUS.id(NEAR), CORPUS.id(SECOND)]
 
 
+def test_sparse_ranks_by_bm25_alone_with_idf(store: VectorStore) -> None:
+    # RARE holds the rare term only; IDF puts it first though 100 points weigh the common term higher (see above)
+    hits = store.search(COLLECTION, sparse=([COMMON_TERM, RARE_TERM], [1.0, 1.0]), k=5, mode="sparse")
+    assert ids(hits)[0] == CORPUS.id(RARE)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].payload == CORPUS.points[RARE].payload
+    only_rare = store.search(COLLECTION, sparse=([RARE_TERM], [1.0]), k=5, mode="sparse")
+    assert ids(only_rare) == [CORPUS.id(RARE)]  # nothing else holds the term: BM25 has no other hit
+    assert store.search(COLLECTION, sparse=([], []), k=5, mode="sparse") == []  # a query of stopwords only
+    with pytest.raises(ValueError, match="sparse"):
+        store.search(COLLECTION, dense=CORPUS.query, k=5, mode="sparse")
+
+
 def test_hits_carry_their_stored_dense_vector_only_when_asked(store: VectorStore) -> None:
     by_id = {p.id: p.dense for p in CORPUS.points}
     for hits in (

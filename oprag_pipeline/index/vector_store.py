@@ -21,7 +21,8 @@ index lives:
   bool, from the value's type) — filtered retrieval by entity and σ-level and the fairness breakdowns by author
   group are the hot filters. qdrant-client's local mode has no payload indexes
   (it scans), so none are created there (`supports_payload_indexes` is False);
-* semantic search = nearest neighbours on `dense`; hybrid = a dense prefetch and a sparse prefetch, each under the
+* semantic search = nearest neighbours on `dense`; sparse = BM25 alone (the retriever fuses it with the dense list
+  itself, see `retrieval.reciprocal_rank_fusion`); hybrid = a dense prefetch and a sparse prefetch, each under the
   same filter, fused by reciprocal rank fusion in the engine with k = 2 (Qdrant's default constant), so a hit's
   score is the sum over prefetches of 1 / (rank0 + 2);
 * filters are exact matches, AND-ed: a scalar value is a match, a list value is "match any" (an empty list matches
@@ -121,7 +122,7 @@ POINT_NAMESPACE = uuid.UUID("5f0c43e4-4e0b-5d1a-9a51-6f7072616721")
 """uuid5 namespace of oprag point ids. Never change it: every stored point id is derived from it."""
 
 T = TypeVar("T")
-SearchMode = Literal["semantic", "hybrid"]
+SearchMode = Literal["semantic", "sparse", "hybrid"]
 FilterValue = str | int | bool | Sequence[str] | Sequence[int]
 SparseInput = Any
 """`(indices, values)` as sequences or numpy arrays (what `OfflineEmbedder.embed_sparse` returns), or any object
@@ -227,7 +228,8 @@ class VectorStore(Protocol):
         prefetch_limit: int | None = None,
         with_vectors: bool = False,
     ) -> list[SearchHit]:
-        """Top-k hits, best first: semantic = dense only; hybrid = dense and sparse prefetches fused by RRF.
+        """Top-k hits, best first: semantic = dense only; sparse = BM25 only (no hits for a query without terms);
+        hybrid = dense and sparse prefetches fused by RRF.
         `with_vectors` also returns each hit's stored dense vector (`SearchHit.vector`), for re-rankers that
         compare hits with one another (MMR) and would otherwise have to embed their texts again."""
         ...
@@ -296,11 +298,16 @@ def _stored_dense(vector: Any) -> np.ndarray | None:
 
 def _check_query(
     mode: str, dense: np.ndarray | Sequence[float] | None, sparse: SparseInput | None, k: int
-) -> tuple[list[float], tuple[list[int], list[float]] | None]:
-    if mode not in ("semantic", "hybrid"):
-        raise ValueError(f"mode must be 'semantic' or 'hybrid', not {mode!r}")
+) -> tuple[list[float] | None, tuple[list[int], list[float]] | None]:
+    if mode not in ("semantic", "sparse", "hybrid"):
+        raise ValueError(f"mode must be 'semantic', 'sparse' or 'hybrid', not {mode!r}")
     if k < 1:
         raise ValueError("k must be at least 1")
+    if mode == "sparse":
+        if sparse is None:
+            raise ValueError("sparse search needs a sparse query vector")
+        indices, values = _sparse_lists(sparse)
+        return None, ((indices, values) if indices else None)
     if dense is None:
         raise ValueError(f"{mode} search needs a dense query vector")
     if mode == "semantic":
@@ -623,12 +630,26 @@ class EdgeVectorStore:
         e = self._edge
         flt = self._filter(terms)  # type: ignore[arg-type]
         wanted_vectors: bool | list[str] = [DENSE_VECTOR] if with_vectors else False  # never the sparse one
-        dense_query = e.Query.Nearest(dense_q, using=DENSE_VECTOR)
-        if mode == "semantic":
+        if mode == "sparse":
+            if sparse_q is None:
+                return []  # a query of stopwords only: BM25 has nothing to rank by
             request = e.QueryRequest(
-                limit=k, query=dense_query, filter=flt, with_payload=True, with_vector=wanted_vectors
+                limit=k,
+                query=e.Query.Nearest(e.SparseVector(*sparse_q), using=SPARSE_VECTOR),
+                filter=flt,
+                with_payload=True,
+                with_vector=wanted_vectors,
+            )
+        elif mode == "semantic":
+            request = e.QueryRequest(
+                limit=k,
+                query=e.Query.Nearest(dense_q, using=DENSE_VECTOR),
+                filter=flt,
+                with_payload=True,
+                with_vector=wanted_vectors,
             )
         else:
+            dense_query = e.Query.Nearest(dense_q, using=DENSE_VECTOR)
             limit = _prefetch_limit(k, prefetch_limit)
             prefetches = [e.Prefetch(limit=limit, query=dense_query, filter=flt)]
             if sparse_q is not None:
@@ -875,7 +896,20 @@ class ClientVectorStore:
         flt = self._filter(terms)  # type: ignore[arg-type]
         wanted_vectors: bool | list[str] = [DENSE_VECTOR] if with_vectors else False  # never the sparse one
         with self._existing(name):
-            if mode == "semantic":
+            if mode == "sparse":
+                if sparse_q is None:
+                    self.count(name)  # a missing collection is still an error
+                    return []  # a query of stopwords only: BM25 has nothing to rank by
+                response = self.client.query_points(
+                    name,
+                    query=m.SparseVector(indices=sparse_q[0], values=sparse_q[1]),
+                    using=SPARSE_VECTOR,
+                    query_filter=flt,
+                    limit=k,
+                    with_payload=True,
+                    with_vectors=wanted_vectors,
+                )
+            elif mode == "semantic":
                 response = self.client.query_points(
                     name,
                     query=dense_q,

@@ -630,24 +630,15 @@ class EdgeVectorStore:
         e = self._edge
         flt = self._filter(terms)  # type: ignore[arg-type]
         wanted_vectors: bool | list[str] = [DENSE_VECTOR] if with_vectors else False  # never the sparse one
-        if mode == "sparse":
-            if sparse_q is None:
+        if mode != "hybrid":
+            if mode == "sparse" and sparse_q is None:
                 return []  # a query of stopwords only: BM25 has nothing to rank by
-            request = e.QueryRequest(
-                limit=k,
-                query=e.Query.Nearest(e.SparseVector(*sparse_q), using=SPARSE_VECTOR),
-                filter=flt,
-                with_payload=True,
-                with_vector=wanted_vectors,
+            one_list = (
+                e.Query.Nearest(dense_q, using=DENSE_VECTOR)
+                if mode == "semantic"
+                else e.Query.Nearest(e.SparseVector(*sparse_q), using=SPARSE_VECTOR)
             )
-        elif mode == "semantic":
-            request = e.QueryRequest(
-                limit=k,
-                query=e.Query.Nearest(dense_q, using=DENSE_VECTOR),
-                filter=flt,
-                with_payload=True,
-                with_vector=wanted_vectors,
-            )
+            request = e.QueryRequest(limit=k, query=one_list, filter=flt, with_payload=True, with_vector=wanted_vectors)
         else:
             dense_query = e.Query.Nearest(dense_q, using=DENSE_VECTOR)
             limit = _prefetch_limit(k, prefetch_limit)
@@ -896,24 +887,15 @@ class ClientVectorStore:
         flt = self._filter(terms)  # type: ignore[arg-type]
         wanted_vectors: bool | list[str] = [DENSE_VECTOR] if with_vectors else False  # never the sparse one
         with self._existing(name):
-            if mode == "sparse":
-                if sparse_q is None:
+            if mode != "hybrid":
+                if mode == "sparse" and sparse_q is None:
                     self.count(name)  # a missing collection is still an error
                     return []  # a query of stopwords only: BM25 has nothing to rank by
+                sparse_one = mode == "sparse" and sparse_q is not None
                 response = self.client.query_points(
                     name,
-                    query=m.SparseVector(indices=sparse_q[0], values=sparse_q[1]),
-                    using=SPARSE_VECTOR,
-                    query_filter=flt,
-                    limit=k,
-                    with_payload=True,
-                    with_vectors=wanted_vectors,
-                )
-            elif mode == "semantic":
-                response = self.client.query_points(
-                    name,
-                    query=dense_q,
-                    using=DENSE_VECTOR,
+                    query=m.SparseVector(indices=sparse_q[0], values=sparse_q[1]) if sparse_one else dense_q,
+                    using=SPARSE_VECTOR if sparse_one else DENSE_VECTOR,
                     query_filter=flt,
                     limit=k,
                     with_payload=True,

@@ -38,6 +38,7 @@ Every argmax breaks ties by the candidate's relevance and then its point id, so 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -104,7 +105,7 @@ def _check_relevance(candidates: Sequence[Candidate]) -> None:
 
 
 def _weights(aspect_weights: Mapping[Hashable, float]) -> dict[Hashable, float]:
-    total = sum(w for w in aspect_weights.values() if w > 0)
+    total = math.fsum(w for w in aspect_weights.values() if w > 0)  # exact: the same whatever the dict's order
     if total <= 0:
         raise ValueError("aspect weights must have a positive sum")
     return {a: w / total for a, w in aspect_weights.items() if w > 0}

@@ -87,7 +87,10 @@ class OpinionProfile:
         _, entities = registry_entities(conn, domain)
         counts: dict[str, dict[int, int]] = {}
         for entity_id, sigma, n in conn.execute(
-            "SELECT entity_id, sentiment_intensity, count(*) FROM opinions WHERE domain = ? GROUP BY ALL", [domain]
+            # ordered: a multi-threaded GROUP BY returns its groups in any order, and the diversifiers sum floats
+            # in the order of these dicts
+            "SELECT entity_id, sentiment_intensity, count(*) FROM opinions WHERE domain = ? GROUP BY ALL ORDER BY 1, 2",
+            [domain],
         ).fetchall():
             counts.setdefault(entity_id, {})[int(sigma)] = int(n)
         return cls(AliasMatcher(entities), counts)

@@ -329,6 +329,25 @@ def test_a_compound_with_a_light_head_is_its_modifier() -> None:
     assert distances[0, 6] == 1.0  # and its head is left to the embeddings, as for any compound
 
 
+def test_compounds_that_share_a_head_share_a_tier_two_within_the_tier_one_radius() -> None:
+    from oprag_pipeline.registry.taxonomy import _join_compounds_that_share_a_head, head_word
+
+    assert head_word("support team") == "support" and head_word("seller support") == "support"
+    assert head_word("pool") == "pool"
+    # groups in frequency order; group 4 ("help desk") shares group 1's tier 2 and must follow it
+    keys = ["seller support", "chat support", "support team", "internet connection", "train connections", "help desk",
+            "support"]  # fmt: skip
+    ordered = [[0], [1], [2], [3], [4], [5], [6]]
+    labels = np.array([1, 2, 3, 4, 5, 2, 6])
+    distances = np.full((7, 7), 0.55)
+    distances[3, 4] = distances[4, 3] = 0.65  # one head, two senses: farther apart than the radius
+    np.fill_diagonal(distances, 0.0)
+    _join_compounds_that_share_a_head(ordered, keys, labels, distances, radius=0.62)
+    assert labels[0] == labels[1] == labels[2] == labels[5] == 1  # a joined tier 2 comes whole
+    assert labels[3] != labels[4]
+    assert labels[6] == 6  # a single word joins only through the head rule of `build_entities`
+
+
 def test_words_after_a_degree_adverb_or_an_infinitive_to_are_not_targets() -> None:
     assert phrases_in("The fabric is very stretchy and the color is great.") == ["fabric", "color"]
     assert "shimmery" not in phrases_in("Great dress, so shimmery!")

@@ -257,6 +257,38 @@ def _file_qualities_under_qualities(
         tier1_labels[position] = qualities_category
 
 
+def head_word(key: str) -> str:
+    """The head noun of a target key: its last word, once a light head is set aside ("support team" is support,
+    "seller support" is a kind of support)."""
+    words = key.split()
+    if len(words) >= 2 and words[-1] in LIGHT_HEADS:
+        words = words[:-1]
+    return words[-1]
+
+
+def _join_compounds_that_share_a_head(
+    ordered: Sequence[Sequence[int]],
+    keys: Sequence[str],
+    tier2_labels: np.ndarray,
+    distances: np.ndarray,
+    radius: float,
+) -> None:
+    """Compounds with one head are kinds of one thing and share a tier 2 even when the head alone is no entity:
+    "seller support", "chat support" and "the support team" (support); "parking fee" and "resort fee". English
+    compounds are head-final and the head names what the compound is a kind of; MiniLM alone put "seller support"
+    and "the support team" 0.55 apart, beyond the tier-2 cut. A head can have two senses ("internet connection",
+    "train connections": 0.65 apart), so two groups join only within `radius` of each other, the distance at which
+    a later entity shares an existing one's tier 1. The later group's tier 2 joins the most discussed group's
+    whole. In place."""
+    first_with_head: dict[str, int] = {}
+    for position, members in enumerate(ordered):  # frequency order: the most discussed group keeps its label
+        for head in sorted({head_word(keys[m]) for m in members if len(keys[m].split()) >= 2}):
+            first = first_with_head.setdefault(head, position)
+            keep, absorbed = int(tier2_labels[first]), int(tier2_labels[position])
+            if first != position and keep != absorbed and distances[first, position] < radius:
+                tier2_labels[tier2_labels == absorbed] = keep
+
+
 def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
     if len(distances) == 1:
         return np.array([1])
@@ -312,6 +344,7 @@ def build_entities(
             if head is not None:
                 tier2_labels[position] = tier2_labels[head]
                 break
+    _join_compounds_that_share_a_head(ordered, keys, tier2_labels, group_distances, thresholds.tier1)
     group_names = [
         candidates[max(members, key=lambda m: (candidates[m].doc_frequency, -len(candidates[m].key)))].name
         for members in ordered

@@ -376,6 +376,17 @@ def test_people_in_general_are_not_targets() -> None:
     assert not keys & {"guest", "people", "person"}
 
 
+def test_a_companion_noun_that_modifies_a_target_stays_in_its_name() -> None:
+    """ "Guest services" is a service of its own, not "services"; "the weekend staff" is still the staff."""
+    docs = [
+        (f"d{i}", f"Guest services was {adjective}. The weekend staff was {adjective}.")
+        for i, adjective in enumerate(["helpful", "rude", "superb", "awful"])
+    ]
+    keys = {c.key for c in mine_candidates(docs, min_doc_frequency=2)}
+    assert candidate_key("guest services") in keys and "staff" in keys
+    assert not keys & {"service", "services", "weekend staff", "guest"}
+
+
 def test_a_quality_named_by_its_adjectives_is_filed_under_qualities() -> None:
     """ "Slow" and "quick" make the quality `speed`; wherever its name's embedding lands (here: beside parking, in
     its tier 2), it is a quality, in a tier 2 of its own, while a thing named by a noun keeps its category."""

@@ -339,6 +339,10 @@ def _not_a_target(word: str) -> bool:
     return any(lemma in NOT_TARGETS for lemma in _lemmas(word).get("NOUN", ()))
 
 
+def _a_companion(word: str) -> bool:
+    return word in COMPANION_NOUNS or normalise_word(word) in COMPANION_NOUNS
+
+
 @dataclass(frozen=True)
 class TargetMention:
     """A noun phrase of one sentence: its words (lower-cased), whether an opinion word is linked to it, and whether
@@ -522,7 +526,9 @@ def mine_candidates(
             if not mention.opinionated:
                 continue
             words = mention.words
-            while words and _not_a_target(words[0]):  # "the weekend staff": the time word is not part of the name
+            # "the weekend staff": the time word is not part of the name; a companion noun is ("guest services",
+            # "the kids menu" name a service and a menu of their own)
+            while words and _not_a_target(words[0]) and (len(words) == 1 or not _a_companion(words[0])):
                 words = words[1:]
             if not words:
                 continue

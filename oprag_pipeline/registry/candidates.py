@@ -331,16 +331,12 @@ def _at(words: Sequence[str], index: int) -> str | None:
     return words[index] if index < len(words) else None
 
 
-def _not_a_target(word: str) -> bool:
-    """The word, or any noun lemma of it ("minutes" is a noun of its own and the plural of "minute"), is a time,
-    event, companion or generic noun."""
-    if word in NOT_TARGETS or normalise_word(word) in NOT_TARGETS:
+def _not_a_target(word: str, nouns: frozenset[str] = NOT_TARGETS) -> bool:
+    """The word, or any noun lemma of it ("minutes" is a noun of its own and the plural of "minute"), is one of
+    `nouns`: by default a time, event, companion or generic noun."""
+    if word in nouns or normalise_word(word) in nouns:
         return True
-    return any(lemma in NOT_TARGETS for lemma in _lemmas(word).get("NOUN", ()))
-
-
-def _a_companion(word: str) -> bool:
-    return word in COMPANION_NOUNS or normalise_word(word) in COMPANION_NOUNS
+    return any(lemma in nouns for lemma in _lemmas(word).get("NOUN", ()))
 
 
 @dataclass(frozen=True)
@@ -528,7 +524,9 @@ def mine_candidates(
             words = mention.words
             # "the weekend staff": the time word is not part of the name; a companion noun is ("guest services",
             # "the kids menu" name a service and a menu of their own)
-            while words and _not_a_target(words[0]) and (len(words) == 1 or not _a_companion(words[0])):
+            while (
+                words and _not_a_target(words[0]) and (len(words) == 1 or not _not_a_target(words[0], COMPANION_NOUNS))
+            ):
                 words = words[1:]
             if not words:
                 continue

@@ -334,7 +334,7 @@ def test_compounds_that_share_a_head_share_a_tier_two_within_the_tier_one_radius
 
     assert head_word("support team") == "support" and head_word("seller support") == "support"
     assert head_word("pool") == "pool"
-    # groups in frequency order; group 4 ("help desk") shares group 1's tier 2 and must follow it
+    # groups in frequency order; "help desk" (position 5) shares "chat support"'s tier 2 and must follow it
     keys = ["seller support", "chat support", "support team", "internet connection", "train connections", "help desk",
             "support"]  # fmt: skip
     ordered = [[0], [1], [2], [3], [4], [5], [6]]

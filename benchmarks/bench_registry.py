@@ -145,7 +145,9 @@ TRIPADVISOR_ASPECTS = ("value", "rooms", "location", "cleanliness", "checkin", "
 
 def tripadvisor(limit: int, per_hotel: int = 3) -> RatedCorpus | None:
     """A deterministic subset: the first `per_hotel` full (not collapsed) reviews of each hotel file in name order,
-    until `limit` reviews."""
+    until `limit` reviews; `limit` 0 takes every full review of every hotel (the whole corpus)."""
+    if limit <= 0:
+        limit = per_hotel = sys.maxsize
     from oprag_pipeline.importers.tripadvisor import parse_blocks
 
     folder = SHARED / "tripadvisor_hotels" / "Texts"
@@ -457,7 +459,7 @@ def _taxonomy(built: Built) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpora", default="mams,memd,tripadvisor,demo")
-    parser.add_argument("--tripadvisor-reviews", type=int, default=2000)
+    parser.add_argument("--tripadvisor-reviews", type=int, default=2000, help="0: the whole corpus.")
     parser.add_argument("--build-time-reviews", type=int, default=5000, help="TripAdvisor reviews for the timing.")
     parser.add_argument("--baseline", default="e456638", help="Commit holding the previous miner and taxonomy.")
     parser.add_argument("--show", action="store_true", help="Print the first entities of each registry.")

@@ -316,7 +316,12 @@ def label_of(sentiment: str) -> int:
     return LABELS.index(sentiment)
 
 
-def mams_section(args: argparse.Namespace, new: AspectSentimentModel, old: AspectSentimentModel) -> None:
+def mams_section(
+    args: argparse.Namespace,
+    new: AspectSentimentModel,
+    old: AspectSentimentModel,
+    candidate: AspectSentimentModel | None = None,
+) -> None:
     path = args.mams / "MAMS-ATSA" / "test.xml"
     if not path.exists():
         print(f"MAMS absent at {path}: skipped")
@@ -339,6 +344,13 @@ def mams_section(args: argparse.Namespace, new: AspectSentimentModel, old: Aspec
     print(f"  scoring path before (rules only)            {before['accuracy']:.4f} / {before['macro_f1']:.4f}")
     print(f"  scoring path now (prior + rules + lexicon)  {after['accuracy']:.4f} / {after['macro_f1']:.4f}")
     print(f"  VADER clause                                {float((vader == gold).mean()):.4f}")
+    if candidate is not None:
+        t = time.perf_counter()
+        net = metrics(candidate.logits(items), gold)
+        rate = len(items) / (time.perf_counter() - t)
+        path_now = metrics(np.array([[p.scores[lab] for lab in LABELS] for p in candidate.predict(items)]), gold)
+        print(f"  candidate network          {net['accuracy']:.4f} / {net['macro_f1']:.4f}  ({rate:.0f} aspects/s)")
+        print(f"  candidate scoring path                      {path_now['accuracy']:.4f} / {path_now['macro_f1']:.4f}")
 
 
 def memd_section(args: argparse.Namespace, scorers: dict[str, Callable[[list, list], list[str]]]) -> None:
@@ -383,7 +395,7 @@ def read_memd_labelled(path: Path) -> list[tuple[list[tuple[str, int, int]], lis
 def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) -> None:
     """Oracle-teacher adaptation: gold labels of N training aspects of the domain stand in for an LLM's; the
     model learns per-class offsets from them (aspect_model.fit_label_bias) and is measured on the test split."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias
+    from oprag_pipeline.enrich.aspect_model import fit_label_bias, fit_residual_head
 
     if not args.memd.exists():
         print(f"MEMD-ABSA absent at {args.memd}: adaptation skipped")
@@ -406,7 +418,7 @@ def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) ->
         test_labelled = read_memd_labelled(args.memd / domain / "Test.json")[: args.memd_max]
         neutral_items = [it for spans, labels in test_labelled for it, y in zip(spans, labels, strict=True) if y == NEU]
         context = [it for spans, _ in test_labelled for it in spans]
-        cells = []
+        cells: dict[str, list[str]] = {"offsets": [], "residual head": []}
         for size in sizes:
             sample_items: list[tuple[str, int, int]] = []
             sample_labels: list[int] = []
@@ -415,16 +427,24 @@ def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) ->
                     break
                 sample_items += spans
                 sample_labels += labels
-            model.label_bias = None
-            if size:
-                model.label_bias = fit_label_bias(model.probabilities(sample_items), sample_labels)
-            labels_now = [p.sentiment for p in model.predict(items)]
-            m = two_way(np.array([label_of(labels_now[index[k]]) for k in gold_keys]), gold)
-            kept = [p.sentiment == "neutral" for p in model.predict(neutral_items, other_aspects=context)]
-            kept_neutral = f"{np.mean(kept):.2f} of {len(kept)}" if kept else "none in gold"
-            cells.append(f"{size}: {m['acc']:.3f}/{m['neutral']:.3f}/{m['macro_f1']:.3f}/{kept_neutral}")
+            for method, cell in cells.items():
+                model.label_bias = None
+                model.residual_head = None
+                if size:
+                    probs = model.probabilities(sample_items)
+                    if method == "offsets":
+                        model.label_bias = fit_label_bias(probs, sample_labels)
+                    else:
+                        model.residual_head = fit_residual_head(model.features(sample_items), probs, sample_labels)
+                labels_now = [p.sentiment for p in model.predict(items)]
+                m = two_way(np.array([label_of(labels_now[index[k]]) for k in gold_keys]), gold)
+                kept = [p.sentiment == "neutral" for p in model.predict(neutral_items, other_aspects=context)]
+                kept_neutral = f"{np.mean(kept):.2f} of {len(kept)}" if kept else "none in gold"
+                cell.append(f"{size}: {m['acc']:.3f}/{m['neutral']:.3f}/{m['macro_f1']:.3f}/{kept_neutral}")
         model.label_bias = None
-        print(f"  {domain:9s} " + " | ".join(cells))
+        model.residual_head = None
+        for method, cell in cells.items():
+            print(f"  {domain:9s} {method:13s} " + " | ".join(cell))
 
 
 def rated_mentions(reviews: list[tuple[str, list[int]]]) -> tuple[list[tuple[str, int, int]], list[int]]:
@@ -448,7 +468,7 @@ def rating_adaptation_section(args: argparse.Namespace, model: AspectSentimentMo
     """Adaptation from the corpus's own ratings: per-class offsets fitted to star-derived weak labels
     (aspect_model.rating_weak_label) of mentions in hotels *not* used for evaluation, measured on the evaluation
     hotels of `tripadvisor_section` through the extractor."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias, rating_weak_label
+    from oprag_pipeline.enrich.aspect_model import fit_label_bias, fit_residual_head, rating_weak_label
 
     if not args.tripadvisor.exists():
         print(f"TripAdvisor absent at {args.tripadvisor}: rating adaptation skipped")
@@ -466,17 +486,25 @@ def rating_adaptation_section(args: argparse.Namespace, model: AspectSentimentMo
         "mentions available), measured on the evaluation hotels:"
     )
     for size in (0, 100, 300, 1000):
-        model.label_bias = None
-        if size:
-            labels = [rating_weak_label(s) for s in stars[:size]]
-            model.label_bias = fit_label_bias(model.probabilities(items[:size]), labels)
-        bias = (
-            ""
-            if model.label_bias is None
-            else " offsets " + ", ".join(f"{lab} {b:+.2f}" for lab, b in zip(LABELS, model.label_bias, strict=True))
-        )
-        tripadvisor_section(args, {f"{size:>4d}": OfflineExtractor(scorer=model)}, header=size == 0, note=bias)
+        for method in ("offsets", "residual head") if size else ("none",):
+            model.label_bias = None
+            model.residual_head = None
+            note = ""
+            if size:
+                labels = [rating_weak_label(s) for s in stars[:size]]
+                probs = model.probabilities(items[:size])
+                if method == "offsets":
+                    model.label_bias = fit_label_bias(probs, labels)
+                    note = " offsets " + ", ".join(
+                        f"{lab} {b:+.2f}" for lab, b in zip(LABELS, model.label_bias, strict=True)
+                    )
+                else:
+                    model.residual_head = fit_residual_head(model.features(items[:size]), probs, labels)
+                    note = " residual head"
+            model._cache.clear()
+            tripadvisor_section(args, {f"{size:>4d}": OfflineExtractor(scorer=model)}, header=size == 0, note=note)
     model.label_bias = None
+    model.residual_head = None
 
 
 def read_tripadvisor_file(path: Path) -> list[tuple[str, list[int]]]:
@@ -594,7 +622,11 @@ def quantisation_section(
 
 
 def throughput_section(
-    args: argparse.Namespace, new: AspectSentimentModel, old: AspectSentimentModel, variants: dict[str, BatchedModel]
+    args: argparse.Namespace,
+    new: AspectSentimentModel,
+    old: AspectSentimentModel,
+    variants: dict[str, BatchedModel],
+    candidate: AspectSentimentModel | None = None,
 ) -> None:
     if not args.tripadvisor.exists():
         print("TripAdvisor absent: throughput skipped")
@@ -605,6 +637,8 @@ def throughput_section(
     entities = rated_entities()
     paths: dict[str, AspectSentimentModel] = {"int8 per-item, before": old, "int8 per-item, now": new}
     paths.update({f"{name} batched": model for name, model in variants.items()})
+    if candidate is not None:
+        paths["candidate"] = candidate
     extractors = {name: OfflineExtractor(scorer=m) for name, m in paths.items()}
     print(
         f"throughput: offline extractor on {len(texts)} TripAdvisor reviews of 120-180 words, {args.threads} "
@@ -656,23 +690,35 @@ def main() -> None:
         default=[],
         choices=["mams", "memd", "adaptation", "tripadvisor", "ratings", "quantisation", "throughput"],
     )
+    ap.add_argument(
+        "--candidate",
+        type=Path,
+        help="a model folder written by train_aspect_model (e.g. --joint) to measure beside the committed one",
+    )
     args = ap.parse_args()
     started = time.perf_counter()
     new = AspectSentimentModel.load(threads=args.threads)
     old = uncalibrated_view(new)
     vader = VaderClauseScorer()
+    candidate = AspectSentimentModel.load(args.candidate, threads=args.threads) if args.candidate else None
 
     def labels(scorer: Any) -> Callable[[list, list], list[str]]:
         return lambda items, others: [p.sentiment for p in scorer.predict(items, other_aspects=others)]
 
     if "mams" not in args.skip:
-        mams_section(args, new, old)
+        mams_section(args, new, old, candidate)
     if "memd" not in args.skip:
-        memd_section(args, {"before": labels(old), "now": labels(new), "VADER": labels(vader)})
+        scorers = {"before": labels(old), "now": labels(new), "VADER": labels(vader)}
+        if candidate is not None:
+            scorers["candidate"] = labels(candidate)
+        memd_section(args, scorers)
     if "adaptation" not in args.skip:
         adaptation_section(args, new)
     if "tripadvisor" not in args.skip:
-        extractors = {n: OfflineExtractor(scorer=s) for n, s in (("before", old), ("now", new), ("VADER", vader))}
+        scorers_ta: list[tuple[str, Any]] = [("before", old), ("now", new), ("VADER", vader)]
+        if candidate is not None:
+            scorers_ta.append(("cand", candidate))
+        extractors = {n: OfflineExtractor(scorer=s) for n, s in scorers_ta}
         tripadvisor_section(args, extractors)
     if "ratings" not in args.skip:
         rating_adaptation_section(args, new)
@@ -682,7 +728,7 @@ def main() -> None:
     if "quantisation" not in args.skip:
         quantisation_section(args, new, variants, labels)
     if "throughput" not in args.skip:
-        throughput_section(args, new, old, variants)
+        throughput_section(args, new, old, variants, candidate)
     print(f"total {time.perf_counter() - started:.0f} s")
 
 

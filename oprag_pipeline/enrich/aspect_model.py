@@ -18,6 +18,10 @@ The ``<`` ``>`` markers say *which* mention is meant when the same sentence has 
 polarities; the second segment repeats the aspect term (or gives the category name when the aspect has no span).
 The classifier reads the [CLS] vector and the vector at the opening marker.
 
+A model trained with ``--joint`` (its graph has an ``anchor_batch`` input) reads every aspect of a window in one
+sequence instead (``AspectEncoder.encode_joint``) and is loaded the same way; the committed model is per-aspect,
+because the joint one, better on MAMS, was not better out of domain (``MODEL_CARD.md``).
+
 Calibration for text other than MAMS (``AspectSentimentModel.probabilities`` and ``predict``):
 
 * MAMS was built so that every sentence holds aspects of different polarities; 44% of its training labels are
@@ -183,6 +187,74 @@ class AspectEncoder:
             out.append((seq, first_len, anchor))
         return out
 
+    def encode_joint(self, items: Sequence[AspectItem]) -> list[JointGroup]:
+        """The ``joint`` encoding: the span aspects of one window marked together in one sequence
+        (``[CLS] … < a > … < b > … [SEP]``) and the category aspects of one text as trailing segments
+        (``[CLS] text [SEP] cat1 [SEP] cat2 [SEP]``), so one encoder pass scores all of them and each aspect is
+        read with the others in view. Aspects whose tokens overlap another's, or a window too long to keep every
+        marker inside ``max_context``, fall back to one group per aspect (still joint-encoded, alone)."""
+        windows = [self.window(it) for it in items]
+        by_window: dict[tuple[str, bool], list[int]] = {}
+        for i, (w, s, e) in enumerate(windows):
+            by_window.setdefault((w, s is None or e is None), []).append(i)
+        texts = list({w for w, _ in by_window})
+        encoded_text = dict(zip(texts, self.tokenizer.encode_batch(texts, add_special_tokens=False), strict=True))
+        groups: list[JointGroup] = []
+        for (w, is_category), members in by_window.items():
+            ctx = encoded_text[w]
+            if is_category:
+                groups.extend(self._category_group(list(ctx.ids), [items[i] for i in members], members))
+                continue
+            spans: list[tuple[int, int, int]] = []  # (first token, last token, item index)
+            loose: list[int] = []
+            for i in members:
+                _, s, e = windows[i]
+                tok = [t for t, (a, b) in enumerate(ctx.offsets) if a < e and b > s]  # type: ignore[operator]
+                if tok:
+                    spans.append((tok[0], tok[-1], i))
+                else:
+                    loose.append(i)
+            spans.sort()
+            overlap = any(spans[j + 1][0] <= spans[j][1] for j in range(len(spans) - 1))
+            if len(spans) > 1 and (overlap or len(ctx.ids) + 2 * len(spans) > self.max_context):
+                for span in spans:
+                    groups.append(self._span_group(list(ctx.ids), [span]))
+            elif spans:
+                groups.append(self._span_group(list(ctx.ids), spans))
+            for i in loose:  # the span fell between tokens: the window, with the aspect as a category segment
+                groups.extend(self._category_group(list(ctx.ids), [items[i]], [i]))
+        return groups
+
+    def _span_group(self, ids: list[int], spans: Sequence[tuple[int, int, int]]) -> JointGroup:
+        marked: list[int] = []
+        anchors_in_ctx: list[int] = []
+        prev = 0
+        for first, last, _ in spans:
+            marked.extend(ids[prev:first])
+            anchors_in_ctx.append(len(marked))
+            marked.extend([self.open_id, *ids[first : last + 1], self.close_id])
+            prev = last + 1
+        marked.extend(ids[prev:])
+        n = self.max_context
+        if len(marked) > n:  # one aspect (several only when they all fit): centre the crop on the marked span(s)
+            lo_mark, hi_mark = anchors_in_ctx[0], anchors_in_ctx[-1]
+            lo = max(0, min((lo_mark + hi_mark) // 2 - n // 2, len(marked) - n))
+            marked = marked[lo : lo + n]
+            anchors_in_ctx = [a - lo for a in anchors_in_ctx]
+        seq = [CLS_ID, *marked, SEP_ID]
+        return JointGroup(seq, len(seq), tuple(1 + a for a in anchors_in_ctx), tuple(i for _, _, i in spans))
+
+    def _category_group(self, ids: list[int], items: Sequence[AspectItem], members: Sequence[int]) -> list[JointGroup]:
+        ctx = ids[: self.max_context]
+        seq = [CLS_ID, *ctx, SEP_ID]
+        first_len = len(seq)
+        anchors = []
+        for it in items:
+            anchors.append(len(seq))
+            aspect_ids = self.tokenizer.encode(it.aspect or "general", add_special_tokens=False).ids
+            seq.extend([*aspect_ids[:MAX_ASPECT_TOKENS], SEP_ID])
+        return [JointGroup(seq, first_len, tuple(anchors), tuple(members))]
+
     def _crop(self, ids: list[int], anchor: int | None) -> tuple[list[int], int | None]:
         """Keep at most ``max_context`` tokens, centred on the aspect marker."""
         n = self.max_context
@@ -192,6 +264,25 @@ class AspectEncoder:
             return ids[:n], None
         lo = max(0, min(anchor - n // 2, len(ids) - n))
         return ids[lo : lo + n], anchor - lo
+
+
+@dataclass(frozen=True)
+class JointGroup:
+    """Several aspects of one window encoded in one sequence (the ``joint`` encoding).
+
+    ``anchors[j]`` is the position of the j-th aspect's opening marker (span aspects) or of its category segment's
+    first token; ``members[j]`` the index of that aspect among the items encoded.
+    """
+
+    ids: list[int]
+    first_len: int
+    anchors: tuple[int, ...]
+    members: tuple[int, ...]
+
+
+def joint_window_key(group_spans: Sequence[tuple[int | None, int | None, str]]) -> str:
+    """What, besides the window text, a joint logit depends on: every aspect marked in the same sequence."""
+    return "\x1f".join(f"{s}:{e}:{a}" for s, e, a in group_spans)
 
 
 def pad_batch(encoded: Sequence[tuple[list[int], int, int]]) -> dict[str, np.ndarray]:
@@ -208,6 +299,29 @@ def pad_batch(encoded: Sequence[tuple[list[int], int, int]]) -> dict[str, np.nda
         types[i, first_len : len(seq)] = 1
         anchor[i] = a
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "anchor_index": anchor}
+
+
+def pad_joint(groups: Sequence[JointGroup]) -> dict[str, np.ndarray]:
+    """Right-pad joint groups and list every aspect's (row, anchor position): the joint model's five inputs."""
+    width = max(len(g.ids) for g in groups)
+    n = len(groups)
+    ids = np.zeros((n, width), dtype=np.int64)
+    mask = np.zeros((n, width), dtype=np.int64)
+    types = np.zeros((n, width), dtype=np.int64)
+    rows, anchors = [], []
+    for r, g in enumerate(groups):
+        ids[r, : len(g.ids)] = g.ids
+        mask[r, : len(g.ids)] = 1
+        types[r, g.first_len : len(g.ids)] = 1
+        rows.extend([r] * len(g.anchors))
+        anchors.extend(g.anchors)
+    return {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "token_type_ids": types,
+        "anchor_batch": np.asarray(rows, dtype=np.int64),
+        "anchor_index": np.asarray(anchors, dtype=np.int64),
+    }
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -368,6 +482,77 @@ def as_item(x: ItemLike) -> AspectItem:
     return AspectItem(str(text), category=str(category))
 
 
+FEATURES_OUTPUT = "aspect_features"
+
+
+def with_features_output(model_bytes: bytes) -> bytes:
+    """The graph with the classifier head's input (the [CLS] and marker vectors, 768 values per aspect) as a second
+    output, so a domain can learn a residual head on it (``fit_residual_head``) without torch. The logits are
+    computed exactly as before; a graph whose head cannot be found is returned unchanged."""
+    import onnx
+
+    model = onnx.load_from_string(model_bytes)
+    graph = model.graph
+    produced_by = {out: node for node in graph.node for out in node.output}
+    head = next((n for n in graph.node if any(i.startswith("head.weight") for i in n.input)), None)
+    if head is None:
+        return model_bytes
+    source = head.input[0]
+    feeder = produced_by.get(source)
+    if feeder is not None and feeder.op_type == "DynamicQuantizeLinear":  # int8: the head reads quantized features
+        source = feeder.input[0]
+    graph.node.append(onnx.helper.make_node("Identity", [source], [FEATURES_OUTPUT]))
+    graph.output.append(onnx.helper.make_tensor_value_info(FEATURES_OUTPUT, onnx.TensorProto.FLOAT, None))
+    return model.SerializeToString()
+
+
+# The residual head's weights get a Gaussian prior whose variance makes the logit change it can cause, for features
+# of unit scale, as large as the offsets' (LABEL_BIAS_PRIOR_VARIANCE) in total: variance 1 / (number of features).
+def fit_residual_head(features: np.ndarray, probs: np.ndarray, labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """A domain's residual head: ``log p + features @ W + b`` fitted to a labelled in-domain sample (a teacher's
+    labels), ``probs`` being ``probabilities``' output before adaptation.
+
+    ``fit_label_bias`` learns b alone (how often each class occurs in the domain); W also learns which directions of
+    the encoder's own features mean what in this domain (a fine-tune of the last layer, the encoder frozen), with no
+    torch: MAP under Gaussian priors (b: ``LABEL_BIAS_PRIOR_VARIANCE``; W: that over the feature count, so both
+    allow about one logit), scipy's L-BFGS on a smooth convex objective. Features are standardised with the sample's
+    own mean and scale first, folded back into W and b.
+    """
+    from scipy.optimize import minimize
+
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(labels, dtype=np.int64)
+    n, d = x.shape
+    c = len(LABELS)
+    if n == 0:
+        return np.zeros((d, c)), np.zeros(c)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0) + 1e-6
+    z_x = (x - mean) / scale
+    log_p = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0))
+    onehot = np.eye(c)[y]
+    w_var = LABEL_BIAS_PRIOR_VARIANCE / d
+
+    def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w = theta[: d * c].reshape(d, c)
+        b = theta[d * c :]
+        z = log_p + z_x @ w + b
+        z = z - z.max(axis=1, keepdims=True)
+        q = np.exp(z)
+        q /= q.sum(axis=1, keepdims=True)
+        nll = -float(np.log(q[np.arange(n), y] + 1e-12).sum())
+        g = q - onehot
+        grad_w = z_x.T @ g + w / w_var
+        grad_b = g.sum(axis=0) + b / LABEL_BIAS_PRIOR_VARIANCE
+        penalty = 0.5 * float((w * w).sum()) / w_var + 0.5 * float(b @ b) / LABEL_BIAS_PRIOR_VARIANCE
+        return nll + penalty, np.concatenate([grad_w.ravel(), grad_b])
+
+    result = minimize(objective, np.zeros(d * c + c), jac=True, method="L-BFGS-B")
+    w = result.x[: d * c].reshape(d, c) / scale[:, None]
+    b = result.x[d * c :] - mean @ w
+    return w, b - b.mean()
+
+
 class AspectSentimentModel:
     """Aspect-sentiment inference on the committed ONNX model.
 
@@ -424,6 +609,12 @@ class AspectSentimentModel:
         self.use_lexicon = True
         # per-class offsets learnt from a labelled sample of one domain (fit_label_bias); None: not adapted
         self.label_bias: np.ndarray | None = None
+        # "joint": the graph reads all aspects of a window in one pass (AspectEncoder.encode_joint)
+        self.joint = "anchor_batch" in self._input_names
+        outputs = {o.name for o in session.get_outputs()}
+        self._outputs = ["logits", FEATURES_OUTPUT] if FEATURES_OUTPUT in outputs else ["logits"]
+        # a domain's residual head (fit_residual_head): (W, b) on the head's input features; None: not adapted
+        self.residual_head: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def load(
@@ -454,7 +645,8 @@ class AspectSentimentModel:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         from oprag_pipeline.accelerators import create_session
 
-        session, _ = create_session(lambda providers: ort.InferenceSession(str(path), options, providers=providers))
+        graph = with_features_output(path.read_bytes())
+        session, _ = create_session(lambda providers: ort.InferenceSession(graph, options, providers=providers))
         meta_path = directory / "model_meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
         temperature = float(meta.get("temperature", 1.0))
@@ -465,17 +657,34 @@ class AspectSentimentModel:
 
     def logits(self, items: Iterable[ItemLike]) -> np.ndarray:
         """Raw logits (n, 3) in ``LABELS`` order; windows are scored once and cached."""
-        its = [as_item(x) for x in items]
+        return self._rows([as_item(x) for x in items])[:, : len(LABELS)]
+
+    @property
+    def exposes_features(self) -> bool:
+        """Whether ``features`` works (the graph gives the head's input; see ``with_features_output``)."""
+        return len(self._outputs) > 1
+
+    def features(self, items: Iterable[ItemLike]) -> np.ndarray:
+        """The classifier head's input for each item (n, 768): what a residual head is fitted on."""
+        if not self.exposes_features:
+            raise ValueError("this graph exposes no head features (see with_features_output)")
+        return self._rows([as_item(x) for x in items])[:, len(LABELS) :]
+
+    def _rows(self, its: Sequence[AspectItem]) -> np.ndarray:
+        """Per item: the logits, then the head features when the graph gives them; scored once and cached."""
+        if self.joint:
+            return self._joint_logits(its)
         keys: list[tuple[str, str, int | None, int | None]] = []
         for it in its:
             text, s, e = self.encoder.window(it)
             keys.append((text, it.aspect, s, e))
-        out = np.zeros((len(its), len(LABELS)), dtype=np.float32)
+        out: np.ndarray | None = None
         todo: dict[tuple[str, str, int | None, int | None], list[int]] = {}
+        hits: dict[int, np.ndarray] = {}
         for i, k in enumerate(keys):
             hit = self._cache.get(k)
             if hit is not None:
-                out[i] = hit
+                hits[i] = hit
                 self._cache.move_to_end(k)
             else:
                 todo.setdefault(k, []).append(i)
@@ -484,9 +693,53 @@ class AspectSentimentModel:
             rows = self._score(self.encoder.encode([its[todo[k][0]] for k in uniq]))
             for key, row in zip(uniq, rows, strict=True):
                 for i in todo[key]:
-                    out[i] = row
+                    hits[i] = row
                 self._remember(key, row)
+        out = np.zeros((len(its), self._width(hits)), dtype=np.float32)
+        for i, row in hits.items():
+            out[i] = row
         return out
+
+    def _width(self, rows: dict[int, np.ndarray]) -> int:
+        return len(next(iter(rows.values()))) if rows else len(LABELS)
+
+    def _joint_logits(self, its: Sequence[AspectItem]) -> np.ndarray:
+        """The joint graph's logits: one pass per window group, each group run alone (deterministic as the per-item
+        path is). A logit depends on the window and on every aspect marked with it, so that is the cache key."""
+        found: dict[int, np.ndarray] = {}
+        groups = self.encoder.encode_joint(its)
+        todo: list[tuple[JointGroup, list[tuple[Any, ...]]]] = []
+        for g in groups:
+            window = self.encoder.window(its[g.members[0]])[0]
+            marked = joint_window_key([(its[i].start, its[i].end, its[i].aspect) for i in g.members])
+            keys = [(window, f"joint\x1e{marked}\x1e{its[i].aspect}", its[i].start, its[i].end) for i in g.members]
+            hits = [self._cache.get(k) for k in keys]
+            if all(h is not None for h in hits):
+                for i, k, h in zip(g.members, keys, hits, strict=True):
+                    found[i] = h  # type: ignore[assignment]
+                    self._cache.move_to_end(k)
+            else:
+                todo.append((g, keys))
+        if todo:
+            rows = self._score_groups([g for g, _ in todo])
+            for (g, keys), block in zip(todo, rows, strict=True):
+                for i, k, row in zip(g.members, keys, block, strict=True):
+                    found[i] = row
+                    self._remember(k, row)
+        out = np.zeros((len(its), self._width(found)), dtype=np.float32)
+        for i, row in found.items():
+            out[i] = row
+        return out
+
+    def _score_groups(self, groups: Sequence[JointGroup]) -> list[np.ndarray]:
+        def one(group: JointGroup) -> np.ndarray:
+            return np.concatenate(self.session.run(self._outputs, pad_joint([group])), axis=1)
+
+        if self.workers > 1 and len(groups) > 1:
+            if self._pool is None or self._pool[0] != os.getpid():
+                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model"))
+            return list(self._pool[1].map(one, groups, chunksize=16))
+        return [one(g) for g in groups]
 
     def _score(self, encoded: Sequence[tuple[list[int], int, int]]) -> list[np.ndarray]:
         """Logits of each encoded item, each run alone (see the class docstring), on ``workers`` threads."""
@@ -498,7 +751,7 @@ class AspectSentimentModel:
 
     def _score_one(self, encoded: tuple[list[int], int, int]) -> np.ndarray:
         feeds = {k: v for k, v in pad_batch([encoded]).items() if k in self._input_names}
-        return self.session.run(["logits"], feeds)[0][0]
+        return np.concatenate([out[0] for out in self.session.run(self._outputs, feeds)])
 
     def _remember(self, key: tuple[str, str, int | None, int | None], row: np.ndarray) -> None:
         self._cache[key] = row
@@ -509,7 +762,10 @@ class AspectSentimentModel:
         """Calibrated class probabilities (n, 3): temperature, the training prior swapped for the review prior when
         enabled, and the domain's ``label_bias`` when the model was adapted."""
         its = [as_item(x) for x in items]
-        logits = self.logits(its)
+        if not its:
+            return np.zeros((0, len(LABELS)))
+        rows = self._rows(its)
+        logits = rows[:, : len(LABELS)]
         prior = self.train_prior if self.correct_prior else None
         probs = prior_corrected_probabilities(logits, self.temperature, prior, self.target_prior)
         if prior is not None and self.target_prior is not None:
@@ -524,6 +780,9 @@ class AspectSentimentModel:
                 if len(its)
                 else probs
             )
+        if self.residual_head is not None:
+            w, b = self.residual_head
+            probs = softmax(np.log(np.clip(probs, 1e-12, 1.0)) + rows[:, len(LABELS) :].astype(np.float64) @ w + b)
         if self.label_bias is None:
             return probs
         return softmax(np.log(np.clip(probs, 1e-12, 1.0)) + self.label_bias)

@@ -124,7 +124,7 @@ TABLES: dict[str, str] = {
         domain VARCHAR NOT NULL, registry_version INTEGER NOT NULL, extractor VARCHAR NOT NULL,
         base_version VARCHAR NOT NULL, adapted_version VARCHAR NOT NULL, method VARCHAR NOT NULL,
         offsets JSON NOT NULL, sample_size INTEGER NOT NULL, label_counts JSON NOT NULL, source_counts JSON NOT NULL,
-        run_id VARCHAR, fitted_at TIMESTAMP NOT NULL
+        run_id VARCHAR, fitted_at TIMESTAMP NOT NULL, residual_head JSON
     """,
     # index (index/assets.py)
     "raw_chunks": """

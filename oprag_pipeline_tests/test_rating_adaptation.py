@@ -177,9 +177,16 @@ def test_adaptation_from_ratings_end_to_end(tmp_path: Path, monkeypatch: pytest.
     assert grown["extracted_this_run"] == 3 and grown["cached"] == docs
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
         stored = conn.execute(
-            "SELECT adapted_version, offsets, sample_size FROM extractor_adaptations WHERE domain = 'laptops'"
+            """SELECT adapted_version, offsets, sample_size, residual_head FROM extractor_adaptations
+               WHERE domain = 'laptops'"""
         ).fetchall()
     assert len(stored) == 1
-    version, stored_offsets, size = stored[0]
+    version, stored_offsets, size, head = stored[0]
     assert adapted["extractor"].endswith(version) and json.loads(stored_offsets) == offsets
     assert size == adapted["adapt_sample_size"]
+    # the committed model exposes its head features, so the fit is a residual head on them (768 x 3 weights), stored
+    # with the offsets and read back (the reused run's version above is the same)
+    weights = json.loads(head)
+    assert len(weights) == 768 and {len(row) for row in weights} == {3}
+    assert adapted["adapt_residual_head_weights"] == 768 * 3 == again["adapt_residual_head_weights"]
+    assert any(abs(v) > 0 for row in weights for v in row)

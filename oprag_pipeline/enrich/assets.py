@@ -57,8 +57,9 @@ def opinions(
         elif adaptation.offsets is not None:
             how = "reused from the warehouse" if adaptation.reused else "fitted"
             context.log.info(
-                f"{domain}: offsets {adaptation.offsets} {how} ({adaptation.sample_size} mentions labelled by "
-                f"{adaptation.method})"
+                f"{domain}: offsets {adaptation.offsets}"
+                f"{'' if adaptation.head is None else ' and a residual head'} {how} ({adaptation.sample_size} "
+                f"mentions labelled by {adaptation.method})"
             )
         key = store.CacheKey(registry_version, engine.name, engine.version)
         pending = store.pending_doc_ids(conn, domain, key)

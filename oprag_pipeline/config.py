@@ -76,14 +76,15 @@ class Variable:
         return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
 
 
-# Defaults of resource fields that no variable sets (the extractor's rating adaptation, `enrich/ratings.py`). They are
+# Defaults of resource fields that no variable sets (the extractor's adaptation, `enrich/ratings.py`). They are
 # here, not in the stage module, so `resources.py` can declare its fields without importing a stage at load time.
 MIN_RATED_MENTIONS = 100
-"""Fewer rated mentions than this and the fit is skipped: bench_aspect_model's rating-adaptation curve (TripAdvisor,
-20 hotels held out) reached its gain at 100 mentions, and under the offsets' unit Gaussian prior a handful of labels
-would move them by noise alone."""
+"""Fewer labelled mentions than this (rated, teacher-labelled, or kept by self-training) and the fit is skipped:
+bench_aspect_model's rating-adaptation curve (TripAdvisor, 20 hotels held out) reached its gain at 100 mentions, and
+under the offsets' unit Gaussian prior a handful of labels would move them by noise alone."""
 SAMPLE_MENTIONS = 1000
-"""Mentions fitted: the curve was flat from 100 to 1,000, and scoring 1,000 mentions costs about 10 s on 2 cores."""
+"""Mentions sampled (self-training keeps those the lexicon agrees with, about 65-85%): the rating curve was flat
+from 100 to 1,000, and scoring 1,000 mentions costs about 10 s on 2 cores."""
 
 RESOURCE_KEYS = ("paths", "warehouse", "embedder", "vector_store", "extractor")
 """The keys of `resources.build_resources()`; any other `field` owner is an asset with run config."""
@@ -118,9 +119,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("OPRAG_OFFLINE_SCORER", "str", "`vader` runs the lexicon baseline instead of the aspect model",
              default="model", choices=("model", "vader"), field="extractor.offline_scorer"),
     Variable("OPRAG_ADAPT", "str",
-             "`ratings`: adapt the offline model to each domain from its own star ratings before extracting; `llm`: "
-             "from the LLM extractor's labels of a 300-document sample, the offline model then extracting the corpus",
-             default="none", choices=("none", "ratings", "llm"), field="extractor.adapt"),
+             "how the offline model is adapted to each domain before extracting: `self` from the domain's own text "
+             "(its answers the VADER lexicon agrees with), `ratings` from its star ratings, `llm` from the LLM "
+             "extractor's labels of a 300-document sample (the offline model then extracting the corpus), `none`",
+             default="self", choices=("none", "self", "ratings", "llm"), field="extractor.adapt"),
     Variable("OPRAG_LLM_TIMEOUT", "float", "seconds per request of the LLM extractors", default=60.0, minimum=0,
              field="extractor.timeout", check="always"),
     Variable("OPRAG_LLM_BATCH_WAIT", "float",

@@ -176,17 +176,19 @@ class ExtractorResource(ConfigurableResource):
         "stored with runs; unset reads that variable when the extractor is built.",
     )
     adapt: str = Field(
-        default="none",
-        description="none | ratings | llm (env OPRAG_ADAPT): fit the offline model's per-class offsets before "
-        "extracting, on weak labels from the domain's own star ratings (enrich/ratings.py) or on an LLM extractor's "
-        "labels of a sample of the domain, the offline model then extracting the corpus (enrich/teacher.py); the "
+        default="self",
+        description="self | ratings | llm | none (env OPRAG_ADAPT): fit a residual head on the offline model before "
+        "extracting, on its own answers on the domain's text that the VADER lexicon agrees with (self), on weak "
+        "labels from the domain's own star ratings (ratings), or on an LLM extractor's labels of a sample of the "
+        "domain, the offline model then extracting the corpus (llm; enrich/ratings.py, enrich/teacher.py); the "
         "adapted model stays local.",
     )
     adapt_sample: int = Field(
-        default=config.SAMPLE_MENTIONS, description="Rated mentions fitted (a deterministic sample)."
+        default=config.SAMPLE_MENTIONS,
+        description="Mentions sampled for the fit (deterministic: documents by MD5 of their id).",
     )
     adapt_min_mentions: int = Field(
-        default=config.MIN_RATED_MENTIONS, description="Fewer rated mentions than this: adaptation is skipped."
+        default=config.MIN_RATED_MENTIONS, description="Fewer labelled mentions than this: adaptation is skipped."
     )
 
     def build(self):

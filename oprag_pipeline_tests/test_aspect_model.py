@@ -412,3 +412,56 @@ def test_rating_weak_labels_read_the_scale_by_its_ends() -> None:
     assert LABELS[rating_weak_label(9, scale_max=10)] == "positive"
     assert LABELS[rating_weak_label(5.5, scale_max=10)] == "neutral"
     assert LABELS[rating_weak_label(2, scale_max=10)] == "negative"
+
+
+# ------------------------------------------------------------------------------------------------ self-training
+def test_self_training_keeps_only_answers_the_lexicon_agrees_with() -> None:
+    from oprag_pipeline.enrich.aspect_model import lexicon_agreement_label
+
+    neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
+    assert lexicon_agreement_label("positive", 0.6, 0.6) == pos
+    assert lexicon_agreement_label("negative", -0.4, 0.2) == neg  # the clause decides, not the sentence
+    assert lexicon_agreement_label("positive", -0.4, 0.5) is None  # the clause reads the other way
+    assert lexicon_agreement_label("positive", 0.0, 0.5) is None  # the clause is not evaluative
+    assert lexicon_agreement_label("neutral", 0.0, 0.0) == neu  # a plain statement of fact
+    assert lexicon_agreement_label("neutral", 0.0, -0.7) is None  # the sentence is evaluative: maybe about it
+    assert lexicon_agreement_label("neutral", 0.3, 0.3) is None
+
+
+def test_polarity_balanced_weights_give_both_polarities_the_same_total() -> None:
+    from oprag_pipeline.enrich.aspect_model import polarity_balanced_weights
+
+    neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
+    labels = [pos] * 9 + [neg] * 3 + [neu] * 2
+    weights = polarity_balanced_weights(labels)
+    y = np.array(labels)
+    assert weights[y == pos].sum() == pytest.approx(weights[y == neg].sum())
+    assert weights[y == pos].sum() + weights[y == neg].sum() == pytest.approx(12)  # the polar total is kept
+    np.testing.assert_array_equal(weights[y == neu], 1.0)
+    np.testing.assert_array_equal(polarity_balanced_weights([pos] * 4 + [neu]), 1.0)  # one polarity: nothing to balance
+
+
+def test_weighted_fits_equal_fits_on_repeated_labels() -> None:
+    """A label of weight 2 counts as that label twice, for the offsets and for the residual head."""
+    from oprag_pipeline.enrich.aspect_model import fit_label_bias, fit_residual_head
+
+    rng = np.random.default_rng(3)
+    n = 60
+    probs = rng.dirichlet(np.ones(3), size=n)
+    features = rng.normal(size=(n, 5))
+    labels = rng.integers(0, 3, size=n)
+    weights = np.where(np.arange(n) % 3 == 0, 2.0, 1.0)
+    repeat = np.concatenate([np.arange(n), np.arange(n)[weights == 2.0]])
+    np.testing.assert_allclose(
+        fit_label_bias(probs, labels, weights), fit_label_bias(probs[repeat], labels[repeat]), atol=1e-4
+    )
+    w_weighted, b_weighted = fit_residual_head(features, probs, labels, weights)
+    w_plain, _ = fit_residual_head(features, probs, labels)
+    # standardisation uses the sample's own statistics, so compare predictions on the weighted sample's features
+    assert not np.allclose(w_weighted, w_plain, atol=1e-3)
+    w_repeat, b_repeat = fit_residual_head(features[repeat], probs[repeat], labels[repeat])
+    z_weighted = features @ w_weighted + b_weighted
+    z_repeat = features @ w_repeat + b_repeat
+    np.testing.assert_allclose(
+        z_weighted - z_weighted.mean(axis=1, keepdims=True), z_repeat - z_repeat.mean(axis=1, keepdims=True), atol=0.05
+    )

@@ -190,3 +190,41 @@ def test_adaptation_from_ratings_end_to_end(tmp_path: Path, monkeypatch: pytest.
     assert len(weights) == 768 and {len(row) for row in weights} == {3}
     assert adapted["adapt_residual_head_weights"] == 768 * 3 == again["adapt_residual_head_weights"]
     assert any(abs(v) > 0 for row in weights for v in row)
+
+
+def test_self_training_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default adaptation, from the domain's own text: no rating is read (the same invented laptops without
+    their rating columns), the fit is recorded as `self`, the extractor version changes, and the next run reuses it."""
+    docs = 160
+    data_dir = tmp_path / "data"
+    write_domain(data_dir / "raw" / "laptops", docs)
+    reviews = data_dir / "raw" / "laptops" / "reviews.jsonl"
+    rows = [json.loads(line) for line in reviews.read_text().splitlines()]
+    reviews.write_text("".join(json.dumps({"doc_id": r["doc_id"], "text": r["text"]}) + "\n" for r in rows))
+    (data_dir / "raw" / "laptops" / "_rated_aspects.json").unlink()
+    monkeypatch.setenv("OPRAG_DATA_DIR", str(data_dir))
+    monkeypatch.delenv("OPRAG_ADAPT", raising=False)
+    assert build_resources(data_dir)["extractor"].adapt == "self"  # the default
+    (tmp_path / "home").mkdir()
+    with DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
+        instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["laptops"])
+        plain = run(data_dir, instance, "none")
+        adapted = run(data_dir, instance, "self")
+        again = run(data_dir, instance, "self")
+
+    assert "adapt_offsets" not in plain
+    assert adapted["adapt"] == "self" and not adapted["adapt_reused"], adapted.get("adapt_skipped")
+    assert adapted["extractor"] != plain["extractor"] and "+adapted-" in adapted["extractor"]
+    assert adapted["extracted_this_run"] == docs
+    sources = adapted["adapt_sources"]
+    examined = sources["lexicon_agrees"] + sources["lexicon_disagrees"]
+    assert adapted["adapt_sample_size"] == sources["lexicon_agrees"] >= 100
+    assert sources["lexicon_disagrees"] > 0  # the lexicon filters: not every answer of the model teaches
+    assert examined <= 1000
+    assert sum(adapted["adapt_weak_labels"].values()) == adapted["adapt_sample_size"]
+    assert {"positive", "negative"} <= set(adapted["adapt_weak_labels"])
+    assert adapted["adapt_residual_head_weights"] == 768 * 3
+    assert again["adapt_reused"] and again["extractor"] == adapted["extractor"] and again["extracted_this_run"] == 0
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        methods = conn.execute("SELECT method FROM extractor_adaptations WHERE domain = 'laptops'").fetchall()
+    assert methods == [("self",)]

@@ -18,7 +18,7 @@ Prints (targets in brackets)
    mentions from other hotels of the same shuffle, measured on the evaluation hotels of 4.
 5b. Self-training, the pipeline's default adaptation: the residual head fitted on the unadapted model's own answers
    that VADER agrees with, on unlabelled text of the domain (MEMD-ABSA train sentences, other TripAdvisor hotels),
-   300 / 1,000 mentions examined, with the balanced weights the pipeline uses and with unit weights.
+   300 / 1,000 mentions examined, with the head's bias held at zero (as the pipeline fits it) and learnt.
 6. Precision variants (issue: determinism without per-item scoring): the committed dynamic-int8 graph scored item
    by item (the default) against batch-invariant graphs of the same weights scored in sorted padded batches: fp32
    (dequantised) and static int8 (`quantize_static`, calibrated on 300 MAMS ATSA *train* aspects), fully int8 and
@@ -516,22 +516,40 @@ def self_training_section(args: argparse.Namespace, model: AspectSentimentModel)
     """Self-training, the pipeline's default adaptation (`ratings.fit_self_offsets`): the unadapted model labels
     unlabelled in-domain text (MEMD-ABSA *train* sentences, their labels never read; mentions of the rated aspects'
     terms in 20 other TripAdvisor hotels, their stars never read), the answers VADER agrees with are kept and the
-    residual head is fitted on them, positive and negative weighted equally; measured on the test split / the
-    evaluation hotels as in sections 2 and 4. Also with unit weights (what the balancing avoids)."""
-    from oprag_pipeline.enrich.aspect_model import fit_residual_head, polarity_balanced_weights
+    residual head is fitted on them with its bias held at zero; measured on the test split / the evaluation hotels
+    as in sections 2 and 4. Also with the bias learnt (what holding it avoids), and whether invented factual
+    sentences stay neutral after the fit."""
+    from oprag_pipeline.enrich.aspect_model import fit_residual_head
     from oprag_pipeline.enrich.ratings import self_labels
 
-    def fit(documents: list[list[tuple[str, int, int]]], size: int, balanced: bool) -> str:
+    facts = [
+        (text, text.index(term), text.index(term) + len(term))
+        for text, term in (
+            ("The parcel came with a printed receipt.", "receipt"),
+            ("We booked the room in March.", "room"),
+            ("The second chapter is set in Lisbon.", "chapter"),
+            ("The jacket has two inside pockets.", "pockets"),
+            ("They serve breakfast from seven.", "breakfast"),
+            ("The laptop ships with a charger and a sleeve.", "charger"),
+        )
+    ]
+
+    def facts_neutral() -> int:
+        return sum(p.sentiment == "neutral" for p in model.predict(facts))
+
+    def fit(documents: list[list[tuple[str, int, int]]], size: int, fixed_bias: bool) -> str:
         model.label_bias = None
         model.residual_head = None
         model._cache.clear()
         items, labels, examined = self_labels(model, documents, size)
-        weights = polarity_balanced_weights(labels) if balanced else None
-        model.residual_head = fit_residual_head(model.features(items), model.probabilities(items), labels, weights)
+        model.residual_head = fit_residual_head(
+            model.features(items), model.probabilities(items), labels, learn_bias=not fixed_bias
+        )
         model._cache.clear()
+        neutral = facts_neutral()
         counts = np.bincount(np.array(labels), minlength=3)
         shares = " / ".join(f"{n} {lab[:3]}" for lab, n in zip(LABELS, counts, strict=True))
-        return f"kept {len(items)} of {examined} ({shares})"
+        return f"kept {len(items)} of {examined} ({shares}); factual sentences neutral {neutral} of {len(facts)}"
 
     sizes = (300, 1000)
     print(
@@ -548,10 +566,10 @@ def self_training_section(args: argparse.Namespace, model: AspectSentimentModel)
             gold_keys = [(text, s, e) for text, _, gold in rows for s, e, _ in gold]
             gold = np.array([g for _, _, gl in rows for _, _, g in gl])
             for size in (0, *sizes):
-                for balanced in (True, False) if size else (True,):
-                    note = "unadapted"
+                for fixed in (True, False) if size else (True,):
+                    note = f"unadapted; factual sentences neutral {facts_neutral()} of {len(facts)}"
                     if size:
-                        note = ("balanced " if balanced else "unit weights ") + fit(pool, size, balanced)
+                        note = ("bias 0 " if fixed else "bias learnt ") + fit(pool, size, fixed)
                     labels_now = [p.sentiment for p in model.predict(items)]
                     m = two_way(np.array([label_of(labels_now[index[k]]) for k in gold_keys]), gold)
                     print(
@@ -577,13 +595,13 @@ def self_training_section(args: argparse.Namespace, model: AspectSentimentModel)
     model._cache.clear()
     tripadvisor_section(args, {"   0": OfflineExtractor(scorer=model)}, header=True, note=" unadapted")
     for size in sizes:
-        for balanced in (True, False):
-            note = fit(documents, size, balanced)
+        for fixed in (True, False):
+            note = fit(documents, size, fixed)
             tripadvisor_section(
                 args,
                 {f"{size:4d}": OfflineExtractor(scorer=model)},
                 header=False,
-                note=(" balanced " if balanced else " unit weights ") + note,
+                note=(" bias 0 " if fixed else " bias learnt ") + note,
             )
     model.label_bias = None
     model.residual_head = None

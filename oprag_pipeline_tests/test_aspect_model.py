@@ -428,40 +428,26 @@ def test_self_training_keeps_only_answers_the_lexicon_agrees_with() -> None:
     assert lexicon_agreement_label("neutral", 0.3, 0.3) is None
 
 
-def test_polarity_balanced_weights_give_both_polarities_the_same_total() -> None:
-    from oprag_pipeline.enrich.aspect_model import polarity_balanced_weights
-
-    neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
-    labels = [pos] * 9 + [neg] * 3 + [neu] * 2
-    weights = polarity_balanced_weights(labels)
-    y = np.array(labels)
-    assert weights[y == pos].sum() == pytest.approx(weights[y == neg].sum())
-    assert weights[y == pos].sum() + weights[y == neg].sum() == pytest.approx(12)  # the polar total is kept
-    np.testing.assert_array_equal(weights[y == neu], 1.0)
-    np.testing.assert_array_equal(polarity_balanced_weights([pos] * 4 + [neu]), 1.0)  # one polarity: nothing to balance
-
-
-def test_weighted_fits_equal_fits_on_repeated_labels() -> None:
-    """A label of weight 2 counts as that label twice, for the offsets and for the residual head."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias, fit_residual_head
+def test_a_residual_head_without_bias_moves_no_class_at_the_sample_mean() -> None:
+    """Self-training fits the head with its bias held at zero: on a sample whose labels are mostly one class, the
+    head still learns from the features, but its average logit shift over the sample is the same for every class
+    (no class is favoured as such); with the bias learnt, the majority class is."""
+    from oprag_pipeline.enrich.aspect_model import fit_residual_head
 
     rng = np.random.default_rng(3)
-    n = 60
-    probs = rng.dirichlet(np.ones(3), size=n)
-    features = rng.normal(size=(n, 5))
-    labels = rng.integers(0, 3, size=n)
-    weights = np.where(np.arange(n) % 3 == 0, 2.0, 1.0)
-    repeat = np.concatenate([np.arange(n), np.arange(n)[weights == 2.0]])
-    np.testing.assert_allclose(
-        fit_label_bias(probs, labels, weights), fit_label_bias(probs[repeat], labels[repeat]), atol=1e-4
-    )
-    w_weighted, b_weighted = fit_residual_head(features, probs, labels, weights)
-    w_plain, _ = fit_residual_head(features, probs, labels)
-    # standardisation uses the sample's own statistics, so compare predictions on the weighted sample's features
-    assert not np.allclose(w_weighted, w_plain, atol=1e-3)
-    w_repeat, b_repeat = fit_residual_head(features[repeat], probs[repeat], labels[repeat])
-    z_weighted = features @ w_weighted + b_weighted
-    z_repeat = features @ w_repeat + b_repeat
-    np.testing.assert_allclose(
-        z_weighted - z_weighted.mean(axis=1, keepdims=True), z_repeat - z_repeat.mean(axis=1, keepdims=True), atol=0.05
-    )
+    n, pos = 300, LABELS.index("positive")
+    features = rng.normal(size=(n, 6))
+    probs = np.full((n, 3), 1 / 3)
+    labels = np.where(features[:, 0] > -0.5, pos, LABELS.index("negative"))  # about 70% positive
+
+    def mean_shift(w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return (features @ w + b).mean(axis=0)
+
+    w_fixed, b_fixed = fit_residual_head(features, probs, labels, learn_bias=False)
+    w_learnt, b_learnt = fit_residual_head(features, probs, labels)
+    assert np.ptp(mean_shift(w_fixed, b_fixed)) < 1e-9
+    shift = mean_shift(w_learnt, b_learnt)
+    assert int(np.argmax(shift)) == pos and np.ptp(shift) > 0.1
+    # both read the informative feature the same way: it raises positive against negative
+    for w in (w_fixed, w_learnt):
+        assert w[0, pos] - w[0, LABELS.index("negative")] > 0.1

@@ -367,28 +367,26 @@ def prior_corrected_probabilities(
 LABEL_BIAS_PRIOR_VARIANCE = 1.0
 
 
-def fit_label_bias(probs: np.ndarray, labels: Sequence[int], weights: Sequence[float] | None = None) -> np.ndarray:
+def fit_label_bias(probs: np.ndarray, labels: Sequence[int]) -> np.ndarray:
     """Per-class log-probability offsets that best explain a labelled in-domain sample (a teacher's labels: an LLM's,
     or gold as an oracle stand-in), for ``probabilities``' output ``probs`` (n, 3).
 
     The lightest domain adaptation there is: the network and its features stay as they are, only how often each
     class is expected in this domain is learnt (3 numbers, centred to sum 0). Maximum a posteriori under the
-    Gaussian prior of ``LABEL_BIAS_PRIOR_VARIANCE``; scipy's L-BFGS on a smooth convex objective. ``weights`` (one
-    per label, default 1) scale each label's term of the likelihood.
+    Gaussian prior of ``LABEL_BIAS_PRIOR_VARIANCE``; scipy's L-BFGS on a smooth convex objective.
     """
     from scipy.optimize import minimize
 
     log_p = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0))
     y = np.asarray(labels, dtype=np.int64)
-    r = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
 
     def objective(b: np.ndarray) -> tuple[float, np.ndarray]:
         z = log_p + b
         z = z - z.max(axis=1, keepdims=True)
         q = np.exp(z)
         q /= q.sum(axis=1, keepdims=True)
-        nll = -float((r * np.log(q[np.arange(len(y)), y] + 1e-12)).sum())
-        grad = (q * r[:, None]).sum(axis=0) - np.bincount(y, weights=r, minlength=len(LABELS))
+        nll = -float(np.log(q[np.arange(len(y)), y] + 1e-12).sum())
+        grad = q.sum(axis=0) - np.bincount(y, minlength=len(LABELS))
         return nll + 0.5 * float(b @ b) / LABEL_BIAS_PRIOR_VARIANCE, grad + b / LABEL_BIAS_PRIOR_VARIANCE
 
     if len(y) == 0:
@@ -464,24 +462,6 @@ def lexicon_agreement_label(sentiment: str, clause_compound: float, sentence_com
     return LABELS.index(sentiment) if lexicon == sentiment else None
 
 
-def polarity_balanced_weights(labels: Sequence[int]) -> np.ndarray:
-    """Per-label weights that give the positive and the negative labels equal total weight (neutral ones keep 1).
-
-    A domain's own text is mostly one polarity (96% positive on hotel reviews), so a head fitted to its labels learns
-    that lean and turns the rare complaints positive (self-training on hotels, unweighted: macro-F1 0.849 -> 0.843).
-    Balanced, it learns what the domain's words mean, not which side the corpus takes, as ``REVIEW_TARGET_PRIOR``
-    never says which side a corpus leans to either.
-    """
-    y = np.asarray(labels, dtype=np.int64)
-    counts = np.bincount(y, minlength=len(LABELS)).astype(np.float64)
-    neg, pos = LABELS.index("negative"), LABELS.index("positive")
-    weights = np.ones(len(LABELS))
-    if counts[neg] and counts[pos]:  # one polarity alone has nothing to be balanced against
-        polar = counts[neg] + counts[pos]
-        weights[[neg, pos]] = polar / (2.0 * counts[[neg, pos]])
-    return weights[y]
-
-
 def alone_in_clause(items: Sequence[AspectItem], others: Sequence[tuple[str, int, int]] = ()) -> list[bool]:
     """For each span item: no other aspect (another item of the same text, or one of ``others``) starts inside its
     clause (``cues.local_clause_bounds``). Category items have no clause of their own: False."""
@@ -545,7 +525,7 @@ def with_features_output(model_bytes: bytes) -> bytes:
 # The residual head's weights get a Gaussian prior whose variance makes the logit change it can cause, for features
 # of unit scale, as large as the offsets' (LABEL_BIAS_PRIOR_VARIANCE) in total: variance 1 / (number of features).
 def fit_residual_head(
-    features: np.ndarray, probs: np.ndarray, labels: Sequence[int], weights: Sequence[float] | None = None
+    features: np.ndarray, probs: np.ndarray, labels: Sequence[int], learn_bias: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """A domain's residual head: ``log p + features @ W + b`` fitted to a labelled in-domain sample (a teacher's
     labels), ``probs`` being ``probabilities``' output before adaptation.
@@ -554,8 +534,12 @@ def fit_residual_head(
     the encoder's own features mean what in this domain (a fine-tune of the last layer, the encoder frozen), with no
     torch: MAP under Gaussian priors (b: ``LABEL_BIAS_PRIOR_VARIANCE``; W: that over the feature count, so both
     allow about one logit), scipy's L-BFGS on a smooth convex objective. Features are standardised with the sample's
-    own mean and scale first, folded back into W and b. ``weights`` (one per label, default 1) scale each label's
-    term of the likelihood.
+    own mean and scale first, folded back into W and b.
+
+    ``learn_bias=False`` keeps b at zero on the standardised features: the head then moves no class up or down at
+    the sample's mean, it only learns what the feature directions mean. That is what self-training needs: its
+    labels are the model's own answers that a lexicon agrees with, a sample whose class shares say how often the two
+    agree, not how often each class occurs (measured: a learnt bias on them turned factual statements polar).
     """
     from scipy.optimize import minimize
 
@@ -570,7 +554,6 @@ def fit_residual_head(
     z_x = (x - mean) / scale
     log_p = np.log(np.clip(np.asarray(probs, dtype=np.float64), 1e-12, 1.0))
     onehot = np.eye(c)[y]
-    r = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     w_var = LABEL_BIAS_PRIOR_VARIANCE / d
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -580,10 +563,11 @@ def fit_residual_head(
         z = z - z.max(axis=1, keepdims=True)
         q = np.exp(z)
         q /= q.sum(axis=1, keepdims=True)
-        nll = -float((r * np.log(q[np.arange(n), y] + 1e-12)).sum())
-        g = (q - onehot) * r[:, None]
+        nll = -float(np.log(q[np.arange(n), y] + 1e-12).sum())
+        g = q - onehot
         grad_w = z_x.T @ g + w / w_var
-        grad_b = g.sum(axis=0) + b / LABEL_BIAS_PRIOR_VARIANCE
+        # b starts at zero and, with no gradient, stays there
+        grad_b = g.sum(axis=0) + b / LABEL_BIAS_PRIOR_VARIANCE if learn_bias else np.zeros(c)
         penalty = 0.5 * float((w * w).sum()) / w_var + 0.5 * float(b @ b) / LABEL_BIAS_PRIOR_VARIANCE
         return nll + penalty, np.concatenate([grad_w.ravel(), grad_b])
 

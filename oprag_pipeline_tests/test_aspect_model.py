@@ -451,3 +451,31 @@ def test_a_residual_head_without_bias_moves_no_class_at_the_sample_mean() -> Non
     # both read the informative feature the same way: it raises positive against negative
     for w in (w_fixed, w_learnt):
         assert w[0, pos] - w[0, LABELS.index("negative")] > 0.1
+
+
+def test_an_adapted_model_reads_intensity_on_the_shipped_scale(model: AspectSentimentModel) -> None:
+    """The domain's adaptation decides the polarity; intensity is read on the unadapted probabilities, the scale
+    the intensity cuts were set on, so a head that sharpens every answer does not make every opinion "high"."""
+    items = [span(text, aspect) for text, aspect, gold in EXPLICIT_OPINIONS if gold == "positive"]
+    items += [span(text, aspect) for text, aspect in FACTUAL_STATEMENTS]
+    before = model.predict(items)
+    bias = np.zeros(3)
+    bias[LABELS.index("positive")] = 3.0
+    model.label_bias = bias - bias.mean()
+    try:
+        after = model.predict(items)
+        model.intensity_on_base = False
+        sharpened = model.predict(items)
+    finally:
+        model.label_bias = None
+        model.intensity_on_base = True
+    assert all(a.sentiment == "positive" for a in after)  # the offsets moved the facts too
+    assert [a.scores for a in after] != [b.scores for b in before]
+    for b, a in zip(before, after, strict=True):
+        if b.sentiment == "positive":
+            assert a.intensity_score == b.intensity_score and a.intensity == b.intensity
+    assert any(
+        s.intensity_score > b.intensity_score
+        for s, b in zip(sharpened, before, strict=True)
+        if b.sentiment == "positive"
+    )

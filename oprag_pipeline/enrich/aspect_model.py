@@ -638,6 +638,7 @@ class AspectSentimentModel:
         self._has_features = FEATURES_OUTPUT in {o.name for o in session.get_outputs()}
         # a domain's residual head (fit_residual_head): (W, b) on the head's input features; None: not adapted
         self.residual_head: tuple[np.ndarray, np.ndarray] | None = None
+        self.intensity_on_base = True
 
     @classmethod
     def load(
@@ -791,9 +792,13 @@ class AspectSentimentModel:
     def probabilities(self, items: Sequence[ItemLike]) -> np.ndarray:
         """Calibrated class probabilities (n, 3): temperature, the training prior swapped for the review prior when
         enabled, and the domain's ``label_bias`` when the model was adapted."""
-        its = [as_item(x) for x in items]
+        return self._probabilities([as_item(x) for x in items])[1]
+
+    def _probabilities(self, its: Sequence[AspectItem]) -> tuple[np.ndarray, np.ndarray]:
+        """``probabilities`` before and after the domain's adaptation (the same array when not adapted)."""
         if not its:
-            return np.zeros((0, len(LABELS)))
+            empty = np.zeros((0, len(LABELS)))
+            return empty, empty
         rows = self._rows(its, with_features=self.residual_head is not None)
         logits = rows[:, : len(LABELS)]
         prior = self.train_prior if self.correct_prior else None
@@ -810,12 +815,13 @@ class AspectSentimentModel:
                 if len(its)
                 else probs
             )
+        base = probs
         if self.residual_head is not None:
             w, b = self.residual_head
             probs = softmax(np.log(np.clip(probs, 1e-12, 1.0)) + rows[:, len(LABELS) :].astype(np.float64) @ w + b)
-        if self.label_bias is None:
-            return probs
-        return softmax(np.log(np.clip(probs, 1e-12, 1.0)) + self.label_bias)
+        if self.label_bias is not None:
+            probs = softmax(np.log(np.clip(probs, 1e-12, 1.0)) + self.label_bias)
+        return base, probs
 
     def predict(
         self, items: Sequence[ItemLike], other_aspects: Sequence[tuple[str, int, int]] = ()
@@ -835,24 +841,34 @@ class AspectSentimentModel:
         )
 
         its = [as_item(x) for x in items]
-        probs = self.probabilities(its)
+        base_probs, probs = self._probabilities(its)
+        adapted = self.intensity_on_base and base_probs is not probs
         alone = alone_in_clause(its, other_aspects) if self.use_lexicon else [False] * len(its)
         preds = []
-        for it, p, single in zip(its, probs, alone, strict=True):
-            window, s, e = self.encoder.window(it)
-            rule = None
-            if self.use_rules and s is not None:
-                rule = implied_polarity(local_clause(window, s, e)) or predicate_polarity(window, e)
+
+        def reading(p: np.ndarray, rule: str | None, single: bool, clause: str) -> np.ndarray:
             if rule is not None and LABELS[int(p.argmax())] != rule:
                 # the model follows MAMS, where a long wait for an aspect is "neutral" and "used to be better"
                 # reads as praise, and it misreads some adjectives it never saw ("spotless"); an explicit
                 # implied-opinion pattern or an evaluative predicate of the aspect outweighs it
                 p = RULE_WEIGHT_KEEP * p + (1.0 - RULE_WEIGHT_KEEP) * np.eye(len(LABELS))[LABELS.index(rule)]
             if single and int(p.argmax()) == NEUTRAL:
-                p = lexicon_tiebreak(p, vader_compound(local_clause(window, s, e)))
+                p = lexicon_tiebreak(p, vader_compound(clause))
+            return p
+
+        for it, p_base, p, single in zip(its, base_probs, probs, alone, strict=True):
+            window, s, e = self.encoder.window(it)
+            rule = None
+            if self.use_rules and s is not None:
+                rule = implied_polarity(local_clause(window, s, e)) or predicate_polarity(window, e)
+            clause = local_clause(window, s, e)
+            p = reading(p, rule, single, clause)
             k = int(p.argmax())
             sentiment = LABELS[k]
-            level, score = intensity_from(window, sentiment, p, s, e)
+            # the domain's adaptation decides the polarity; how strongly it is held is read on the shipped model's
+            # scale, which the intensity cuts were set on (a head sharpens or flattens the probabilities)
+            scale = reading(p_base, rule, single, clause) if adapted else p
+            level, score = intensity_from(window, sentiment, scale, s, e)
             preds.append(
                 AspectPrediction(
                     sentiment=sentiment,

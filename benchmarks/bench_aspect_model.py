@@ -397,6 +397,22 @@ def read_memd_labelled(path: Path) -> list[tuple[list[tuple[str, int, int]], lis
     return out
 
 
+def memd_test_scorer(args: argparse.Namespace, domain: str) -> Callable[[AspectSentimentModel], dict[str, float]]:
+    """`two_way` figures of a model on a MEMD-ABSA domain's test split (up to ``--memd-max`` sentences with gold
+    positive/negative aspects), every explicit aspect of a sentence scored in one call."""
+    rows = [r for r in read_memd(args.memd / domain / "Test.json") if r[2]][: args.memd_max]
+    items = [(text, s, e) for text, spans, _ in rows for s, e in spans]
+    index = {item: i for i, item in enumerate(items)}
+    gold_keys = [(text, s, e) for text, _, gold in rows for s, e, _ in gold]
+    gold = np.array([g for _, _, gl in rows for _, _, g in gl])
+
+    def score(model: AspectSentimentModel) -> dict[str, float]:
+        labels_now = [p.sentiment for p in model.predict(items)]
+        return two_way(np.array([label_of(labels_now[index[k]]) for k in gold_keys]), gold)
+
+    return score
+
+
 def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) -> None:
     """Oracle-teacher adaptation: gold labels of N training aspects of the domain stand in for an LLM's; the
     model learns per-class offsets from them (aspect_model.fit_label_bias) and is measured on the test split."""
@@ -414,11 +430,7 @@ def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) ->
     for domain in MEMD_DOMAINS:
         sentences = read_memd_labelled(args.memd / domain / "Train.json")
         random.Random(0).shuffle(sentences)
-        rows = [r for r in read_memd(args.memd / domain / "Test.json") if r[2]][: args.memd_max]
-        items = [(text, s, e) for text, spans, _ in rows for s, e in spans]
-        index = {item: i for i, item in enumerate(items)}
-        gold_keys = [(text, s, e) for text, _, gold in rows for s, e, _ in gold]
-        gold = np.array([g for _, _, gl in rows for _, _, g in gl])
+        two_way_test = memd_test_scorer(args, domain)
         # gold-neutral test aspects (scored with their sentence's other aspects): does adaptation erase neutral?
         test_labelled = read_memd_labelled(args.memd / domain / "Test.json")[: args.memd_max]
         neutral_items = [it for spans, labels in test_labelled for it, y in zip(spans, labels, strict=True) if y == NEU]
@@ -441,8 +453,7 @@ def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) ->
                         model.label_bias = fit_label_bias(probs, sample_labels)
                     else:
                         model.residual_head = fit_residual_head(model.features(sample_items), probs, sample_labels)
-                labels_now = [p.sentiment for p in model.predict(items)]
-                m = two_way(np.array([label_of(labels_now[index[k]]) for k in gold_keys]), gold)
+                m = two_way_test(model)
                 kept = [p.sentiment == "neutral" for p in model.predict(neutral_items, other_aspects=context)]
                 kept_neutral = f"{np.mean(kept):.2f} of {len(kept)}" if kept else "none in gold"
                 cell.append(f"{size}: {m['acc']:.3f}/{m['neutral']:.3f}/{m['macro_f1']:.3f}/{kept_neutral}")
@@ -560,18 +571,13 @@ def self_training_section(args: argparse.Namespace, model: AspectSentimentModel)
         for domain in MEMD_DOMAINS:
             pool = [spans for spans, _ in read_memd_labelled(args.memd / domain / "Train.json")]
             random.Random(0).shuffle(pool)
-            rows = [r for r in read_memd(args.memd / domain / "Test.json") if r[2]][: args.memd_max]
-            items = [(text, s, e) for text, spans, _ in rows for s, e in spans]
-            index = {item: i for i, item in enumerate(items)}
-            gold_keys = [(text, s, e) for text, _, gold in rows for s, e, _ in gold]
-            gold = np.array([g for _, _, gl in rows for _, _, g in gl])
+            two_way_test = memd_test_scorer(args, domain)
             for size in (0, *sizes):
                 for fixed in (True, False) if size else (True,):
                     note = f"unadapted; factual sentences neutral {facts_neutral()} of {len(facts)}"
                     if size:
                         note = ("bias 0 " if fixed else "bias learnt ") + fit(pool, size, fixed)
-                    labels_now = [p.sentiment for p in model.predict(items)]
-                    m = two_way(np.array([label_of(labels_now[index[k]]) for k in gold_keys]), gold)
+                    m = two_way_test(model)
                     print(
                         f"  {domain:9s} {size:5d}: {m['acc']:.3f} / {m['neutral']:.3f} / {m['precision']:.3f} / "
                         f"{m['macro_f1']:.3f} (majority {m['majority']:.3f}) {note}"

@@ -638,6 +638,7 @@ class AspectSentimentModel:
         self._has_features = FEATURES_OUTPUT in {o.name for o in session.get_outputs()}
         # a domain's residual head (fit_residual_head): (W, b) on the head's input features; None: not adapted
         self.residual_head: tuple[np.ndarray, np.ndarray] | None = None
+        # an adapted model reads intensity on the unadapted probabilities (see ``predict``); False: on the adapted
         self.intensity_on_base = True
 
     @classmethod
@@ -858,10 +859,10 @@ class AspectSentimentModel:
 
         for it, p_base, p, single in zip(its, base_probs, probs, alone, strict=True):
             window, s, e = self.encoder.window(it)
+            clause = local_clause(window, s, e)
             rule = None
             if self.use_rules and s is not None:
-                rule = implied_polarity(local_clause(window, s, e)) or predicate_polarity(window, e)
-            clause = local_clause(window, s, e)
+                rule = implied_polarity(clause) or predicate_polarity(window, e)
             p = reading(p, rule, single, clause)
             k = int(p.argmax())
             sentiment = LABELS[k]

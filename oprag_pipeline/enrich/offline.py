@@ -134,6 +134,8 @@ class OfflineExtractor:
             for part in (bias, *(head or ())):
                 if part is not None:
                     digest.update(np.asarray(part, dtype=np.float64).tobytes())
+            if getattr(self._scorer, "intensity_on_base", False):  # intensity read on the unadapted probabilities
+                digest.update(b"intensity-on-base")
             version += "+adapted-" + digest.hexdigest()[:8]
         return version
 

@@ -38,7 +38,9 @@ def _code_version(assets_def: AssetsDefinition) -> str:
         root = settings.sql_models_dir().parent
         text = "".join((root / str(name)).read_text(encoding="utf-8") for name in sorted(sql_files))
     else:
-        text = inspect.getsource(assets_def.op.compute_fn.decorated_fn)  # type: ignore[union-attr]
+        # a graph-backed asset (the sharded `opinions`) is computed by all of its ops
+        ops = sorted(assets_def.node_def.iterate_op_defs(), key=lambda o: o.name)
+        text = "".join(inspect.getsource(o.compute_fn.decorated_fn) for o in ops)  # type: ignore[union-attr]
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

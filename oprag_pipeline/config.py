@@ -107,6 +107,11 @@ VARIABLES: tuple[Variable, ...] = (
              shown_default="`$OPRAG_DATA_DIR/vector_cache`", field="embedder.vector_cache_dir", check="never"),
     Variable("OPRAG_SQL_DIR", "path", "the SQL models of the evaluation marts", shown_default="`dbt_like_sql/`",
              check="never"),
+    Variable("OPRAG_EXECUTOR", "str",
+             "how a run's steps execute: `in_process` (one process, one step after another) or `multiprocess` "
+             "(a process per step, as many at once as there are cores, the warehouse steps one at a time: the "
+             "extraction shards run side by side)", default="in_process", choices=("in_process", "multiprocess"),
+             check="always"),
     # -- ingest --------------------------------------------------------------------------------------------------
     Variable("OPRAG_MAX_TEXT_CHARS", "int", "longer texts are quarantined", default=100_000, minimum=1,
              field="raw_documents.max_text_chars", check="always"),
@@ -116,6 +121,14 @@ VARIABLES: tuple[Variable, ...] = (
              choices=_EXTRACTORS, field="extractor.kind"),
     Variable("OPRAG_EXTRACT_BATCH_SIZE", "int", "documents per committed extraction batch (the unit of resume)",
              shown_default="500 (LLM: 20, `anthropic-batch`: 10000)", minimum=1, field="extractor.batch_size"),
+    Variable("OPRAG_EXTRACT_SHARDS", "int",
+             "shards per domain for extraction: each shard is its own step, writing Parquet parts that one step "
+             "merges into the warehouse (steps run side by side under a multiprocess or cluster executor)",
+             default=2, minimum=1, field="extractor.shards"),
+    Variable("OPRAG_SHARD_URI", "str",
+             "where extraction shards write their inputs and parts: a folder, or any URI pyarrow opens "
+             "(`s3://bucket/prefix`) so shards on several machines share it",
+             shown_default="`$OPRAG_DATA_DIR/shards`", field="extractor.shard_uri", check="never"),
     Variable("OPRAG_OFFLINE_SCORER", "str", "`vader` runs the lexicon baseline instead of the aspect model",
              default="model", choices=("model", "vader"), field="extractor.offline_scorer"),
     Variable("OPRAG_ADAPT", "str",

@@ -1,8 +1,10 @@
 """Assembles the pipeline for Dagster; nothing is defined here."""
 
-from dagster import Definitions, in_process_executor
+import os
 
-from oprag_pipeline import settings
+from dagster import Definitions
+
+from oprag_pipeline import concurrency, config, settings
 from oprag_pipeline.analysis.assets import ANALYSIS_ASSETS
 from oprag_pipeline.asset_metadata import standard_assets
 from oprag_pipeline.automation import automation_sensor, nightly_reindex, with_automation
@@ -66,8 +68,9 @@ def build_definitions() -> Definitions:
         jobs=[domain_refresh_job],
         sensors=[domain_files_sensor, automation_sensor, nightly_reindex],
         resources=build_resources(),
-        # One process per run: the DuckDB file and the on-disk vector shards admit a single writer.
-        executor=in_process_executor,
+        # In process by default; with OPRAG_EXECUTOR=multiprocess a process per step, the warehouse steps one at a
+        # time (the DuckDB file admits a single writer) and the extraction shards side by side.
+        executor=concurrency.executor(config.value_or_default("OPRAG_EXECUTOR"), os.cpu_count() or 1),
     )
 
 

@@ -143,6 +143,17 @@ class ExtractorResource(ConfigurableResource):
         ge=1,
         description="Documents per committed batch (the unit of resume; env OPRAG_EXTRACT_BATCH_SIZE).",
     )
+    shards: int = Field(
+        default=2,
+        ge=1,
+        description="Shards per domain: each is its own step, writing Parquet parts one step merges into the "
+        "warehouse (env OPRAG_EXTRACT_SHARDS).",
+    )
+    shard_uri: str | None = Field(
+        default=None,
+        description="Where shards write their inputs and parts: a folder or a URI pyarrow opens, e.g. s3://... "
+        "(unset: env OPRAG_SHARD_URI, else shards/ in the data directory).",
+    )
     max_concurrency: int = Field(default=4, description="Parallel requests for the LLM extractors.")
     model: str | None = Field(
         default=None,
@@ -276,6 +287,8 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
             kind=kind,
             batch_size=batch_size,
             adapt=_choice("OPRAG_ADAPT"),
+            shards=config.value_or_none("OPRAG_EXTRACT_SHARDS") or 2,
+            shard_uri=config.value_or_none("OPRAG_SHARD_URI"),
             offline_scorer=config.value_or_none("OPRAG_OFFLINE_SCORER"),
             timeout=config.value_or_none("OPRAG_LLM_TIMEOUT"),
             api_key=_secret(_KIND_SECRETS[kind]) if kind in _KIND_SECRETS else None,

@@ -1,11 +1,14 @@
 """Materializing the graph in process, for the CLI and the README's main command.
 
-This is Dagster's own job execution (`execute_in_process`) on the same definitions the UI loads, against a
-persistent instance, so every run is recorded and visible in the UI afterwards.
+This is Dagster's own job execution on the same definitions the UI loads, against a persistent instance, so every
+run is recorded and visible in the UI afterwards: `execute_in_process` by default, or with
+`OPRAG_EXECUTOR=multiprocess` `execute_job` on the reconstructable job, so each step runs in a process of its own
+(the extraction shards side by side; `concurrency.py`).
 
 One writer at a time, by design: the DuckDB warehouse and the embedded vector shards each admit a single writing
 process, so a run holds an exclusive file lock on the data directory (`<data>/.oprag-run.lock`, an OS lock that
-dies with its process, so a killed run never leaves it stuck). A second run waits for it, or refuses, and says who
+dies with its process, so a killed run never leaves it stuck); a step's process whose ancestor holds it (the
+multiprocess executor's children) runs under that hold. A second run waits for it, or refuses, and says who
 holds it; a query probes it to tell "busy" from "broken". Runs recorded as started by a process that no longer
 exists (killed with SIGKILL, a power cut) are marked failed when the next run takes the lock.
 """
@@ -24,10 +27,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import AssetSelection, DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter, logger
+from dagster import (
+    AssetSelection,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRunStatus,
+    RunsFilter,
+    execute_job,
+    logger,
+    reconstructable,
+)
 from dagster import Field as DagsterField
 from filelock import FileLock, Timeout
 
+from oprag_pipeline import config
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 
 JOB_NAME = "domain_refresh_job"
@@ -131,6 +144,10 @@ def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], N
     try:
         lock.acquire(timeout=0)
     except Timeout:
+        if _held_by_ancestor(data_dir):
+            # a step process of a run whose process holds the lock (the multiprocess executor): the run holds it
+            yield
+            return
         holder = _holder(data_dir)
         if not wait:
             raise WriterBusyError(
@@ -150,6 +167,31 @@ def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], N
         _HELD.pop(key, None)
         (data_dir / HOLDER_FILE).unlink(missing_ok=True)
         lock.release()
+
+
+def _ancestors() -> Iterator[int]:
+    """This process's parent, its parent, and so on (Linux's /proc; elsewhere the parent alone)."""
+    pid = os.getppid()
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        yield pid
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return
+        pid = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")), 0)
+
+
+def _held_by_ancestor(data_dir: Path) -> bool:
+    """Whether the writer lock's holder is an ancestor of this process on this host."""
+    try:
+        info = json.loads((data_dir / HOLDER_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    if info.get("host") != socket.gethostname():
+        return False
+    return int(info.get("pid", 0)) in set(_ancestors())
 
 
 def _process_alive(pid: int) -> bool:
@@ -205,9 +247,9 @@ def resolve_selection(defs, selection: str) -> list:
     return asset_keys
 
 
-def _step_failures(result) -> tuple[str, ...]:
+def _step_failures(events) -> tuple[str, ...]:
     failures = []
-    for event in result.all_events:
+    for event in events:
         if event.event_type == DagsterEventType.STEP_FAILURE:
             data = event.step_failure_data
             error = data.user_failure_data.description if data and data.user_failure_data else None
@@ -238,21 +280,43 @@ def materialize_domains(
     root = data_dir or settings.data_dir()
     asset_keys = resolve_selection(defs, selection)
     register_domains(instance, domains)
-    job = defs.resolve_job_def(JOB_NAME)
-    if not tracebacks:
-        job = job.with_logger_defs({"console": one_line_console_logger})
+    job = traced_cli_job() if tracebacks else cli_job()
     tags = {"oprag/trigger": "cli", TAG_DATA_DIR: str(root), TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
+    in_process = config.value_or_default("OPRAG_EXECUTOR") == "in_process"
     for domain in domains:
         started = time.perf_counter()
-        result = job.execute_in_process(
-            instance=instance,
-            partition_key=domain,
-            asset_selection=asset_keys,
-            run_config=QUIET_LOGS,
-            raise_on_error=False,
-            tags=tags,
-        )
-        steps = sum(1 for e in result.all_events if e.event_type == DagsterEventType.STEP_SUCCESS)
-        yield DomainOutcome(
-            domain, result.success, result.run_id, steps, time.perf_counter() - started, _step_failures(result)
-        )
+        if in_process:
+            result = job.execute_in_process(
+                instance=instance,
+                partition_key=domain,
+                asset_selection=asset_keys,
+                run_config=QUIET_LOGS,
+                raise_on_error=False,
+                tags=tags,
+            )
+            success, run_id, events = result.success, result.run_id, result.all_events
+        else:
+            # the definitions' executor (a process per step): each step's process rebuilds the job from this module
+            with execute_job(
+                reconstructable(cli_job if not tracebacks else traced_cli_job),
+                instance=instance,
+                asset_selection=asset_keys,
+                run_config=QUIET_LOGS,
+                raise_on_error=False,
+                tags={**tags, "dagster/partition": domain},
+            ) as result:
+                success, run_id, events = result.success, result.run_id, list(result.all_events)
+        steps = sum(1 for e in events if e.event_type == DagsterEventType.STEP_SUCCESS)
+        yield DomainOutcome(domain, success, run_id, steps, time.perf_counter() - started, _step_failures(events))
+
+
+def traced_cli_job():
+    """The refresh job with Dagster's own console logger (stack traces kept), rebuilt in each step's process."""
+    from oprag_pipeline.definitions import build_definitions
+
+    return build_definitions().resolve_job_def(JOB_NAME)
+
+
+def cli_job():
+    """The refresh job as the CLI runs it, failed steps logged as one line, rebuilt in each step's process."""
+    return traced_cli_job().with_logger_defs({"console": one_line_console_logger})

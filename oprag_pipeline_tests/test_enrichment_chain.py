@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 from dagster import AssetSelection, DagsterInstance
 
@@ -188,6 +189,8 @@ def test_adding_documents_extracts_only_those(demo, tmp_path: Path) -> None:
 
 
 def test_killed_run_resumes_without_duplicate_work(tmp_path: Path) -> None:
+    """SIGKILL while the shards extract: the parts they committed are merged by the next run, which extracts only
+    the rest (each document once in the cache, the killed run's work kept under its own run id)."""
     data_dir = tmp_path / "data"
     generate_demo(data_dir, docs=600, seed=5, domains=("hotels",))
     env = {
@@ -195,6 +198,7 @@ def test_killed_run_resumes_without_duplicate_work(tmp_path: Path) -> None:
         "OPRAG_DATA_DIR": str(data_dir),
         "DAGSTER_HOME": str(tmp_path / "home"),
         "OPRAG_EXTRACT_BATCH_SIZE": "25",
+        "OPRAG_EXTRACT_SHARDS": "2",
     }
     command = [sys.executable, "-m", "oprag_pipeline.cli", "run", "--select", "*opinions"]
     process = subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -202,20 +206,24 @@ def test_killed_run_resumes_without_duplicate_work(tmp_path: Path) -> None:
     try:
         assert process.stderr is not None
         for line in process.stderr:
-            if "extracted 100/" in line:
+            if "shard 2/2: extracted: 50/" in line:  # the first shard is done, the second part way
                 process.send_signal(signal.SIGKILL)
                 break
-            assert time.monotonic() < deadline, "extraction never reached 100 documents"
+            assert time.monotonic() < deadline, "the second shard never reached 50 documents"
     finally:
         process.wait(timeout=60)
     assert process.returncode == -signal.SIGKILL
+    headers = sorted((data_dir / "shards" / "hotels").rglob("*.header.parquet"))
+    committed = sum(pq.read_metadata(h).num_rows for h in headers)
+    assert 300 < committed < 600, committed
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
-        committed = conn.execute("SELECT count(*) FROM extraction_cache").fetchone()[0]
-    assert 100 <= committed < 600
+        assert conn.execute("SELECT count(*) FROM extraction_cache").fetchone()[0] == 0  # the merge never ran
 
     resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{committed:,} documents committed by the shards of an interrupted run merged" in resumed.stderr
     assert f"{600 - committed:,} of 600 documents to extract" in resumed.stderr
+    assert not (data_dir / "shards" / "hotels").exists()  # merged parts are removed
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
         rows, distinct = conn.execute("SELECT count(*), count(DISTINCT doc_id) FROM extraction_cache").fetchone()
         first_run = conn.execute("SELECT count(DISTINCT run_id) FROM extraction_cache").fetchone()[0]

@@ -26,6 +26,7 @@ from oprag_pipeline import settings
 from oprag_pipeline.analysis import drift, fairness, flooding, plots
 from oprag_pipeline.analysis.report import save_section
 from oprag_pipeline.analysis.retrieval import author_group_shares, dated_scores, fair_search
+from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever, attach_opinions
@@ -92,7 +93,7 @@ def _drift_check() -> AssetCheckSpec:
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["opinions", "entity_opinion_stats"],
     check_specs=[_drift_check()],
     description="Each disputed entity's σ distribution per time window, shifts between consecutive windows (W1 "
@@ -194,7 +195,7 @@ class SourceConcentrationConfig(Config):
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["opinions", "raw_documents"],
     description="Per entity: share of opinions from its top authors, near-duplicate text clusters, and P_pop with "
     "each source's weight bounded (one vote, or a cap) beside the unweighted P_pop.",
@@ -382,7 +383,7 @@ def _author_groups(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, li
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["question_metrics", "evaluation_questions", "gold_opinions", "enriched_kb", "author_attributes"],
     description="Fairness-aware multi-objective retrieval as the author-group weight moves: W1 to gold (or to the "
     "extracted corpus without gold) against demographic coverage among entity-matched hits, beside raw and "

@@ -5,38 +5,75 @@ import time
 from collections.abc import Iterator
 
 import pyarrow as pa
-from dagster import AssetExecutionContext, AssetSpec, Config, MaterializeResult, MetadataValue, asset, multi_asset
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AssetSpec,
+    Config,
+    DynamicOut,
+    DynamicOutput,
+    In,
+    MaterializeResult,
+    MetadataValue,
+    Nothing,
+    OpExecutionContext,
+    Out,
+    asset,
+    graph_asset,
+    multi_asset,
+    op,
+)
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline import config
 from oprag_pipeline.asset_metadata import table_metadata
-from oprag_pipeline.enrich import authors, ratings, store
+from oprag_pipeline.concurrency import WAREHOUSE_OP, WAREHOUSE_STEP
+from oprag_pipeline.enrich import authors, ratings, shards, store
 from oprag_pipeline.enrich.documents import render_enriched
 from oprag_pipeline.partitions import domain_partitions
+from oprag_pipeline.progress import Progress
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.resources import DataDirResource, ExtractorResource
 from oprag_pipeline.schema import rounded_cost
 from oprag_pipeline.warehouse import batches_of_records, ensure_tables, insert_rows, records, replace_rows
 
 
-@asset(
-    partitions_def=domain_partitions,
-    group_name="enrich",
-    kinds={"duckdb"},
-    pool="warehouse",
-    deps=["raw_documents", "entity_registry"],
-    description="One row per (document, entity) opinion: sentiment, intensity, impact, emotions, evidence type and "
-    "σ-scale score. Extraction is cached by (content hash, registry version, extractor, version), committed per "
-    "batch, so re-runs extract only new or changed documents and a killed run resumes where it stopped.",
+def _shard_store(extractor: ExtractorResource, paths: DataDirResource) -> shards.ShardStore:
+    return shards.ShardStore(extractor.shard_uri or config.value_or_none("OPRAG_SHARD_URI") or paths.root / "shards")
+
+
+def _merge_parts(conn, shard_store: shards.ShardStore, domain: str) -> int:
+    """Load every complete part the domain's shards wrote into the extraction cache, then remove the shards'
+    files; the documents merged. Parts of a killed run are merged the same way by the next run."""
+    merged = 0
+    for header_path, detail_path in shard_store.complete_parts(domain):
+        header, detail = shard_store.read_part(header_path, detail_path)
+        store.commit_tables(conn, header, detail)
+        merged += header.num_rows
+    shard_store.clear(domain)
+    return merged
+
+
+@op(
+    ins={"raw_documents": In(Nothing), "entity_registry": In(Nothing)},
+    out=DynamicOut(shards.ShardTask),
+    **WAREHOUSE_OP,
 )
-def opinions(
-    context: AssetExecutionContext, warehouse: DuckDBResource, extractor: ExtractorResource, paths: DataDirResource
-) -> MaterializeResult:
+def plan_extraction(
+    context: OpExecutionContext, warehouse: DuckDBResource, extractor: ExtractorResource, paths: DataDirResource
+) -> Iterator[DynamicOutput]:
+    """Adapt the extractor to the domain, find the documents to extract, and hand each shard its documents as
+    Parquet: the shards then need neither the warehouse nor each other."""
     domain = context.partition_key
+    started = time.time()
     engine = extractor.build()
-    started = time.perf_counter()
+    shard_store = _shard_store(extractor, paths)
     with warehouse.get_connection() as conn:
         store.ensure_tables(conn)
+        resumed = _merge_parts(conn, shard_store, domain)
+        if resumed:
+            context.log.info(f"{domain}: {resumed:,} documents committed by the shards of an interrupted run merged")
         registry_version, entities = registry_entities(conn, domain)
         if not entities:
             context.log.warning(f"{domain}: the entity registry is empty; no opinions can be anchored")
@@ -66,17 +103,58 @@ def opinions(
         total = conn.execute("SELECT count(*) FROM raw_documents WHERE domain = ?", [domain]).fetchone()[0]
         context.log.info(
             f"{domain}: {len(pending):,} of {total:,} documents to extract with {engine.name} {engine.version} "
-            f"(registry v{registry_version}, {len(entities)} entities); the rest are cached"
+            f"(registry v{registry_version}, {len(entities)} entities) in {extractor.shards} shard(s); the rest "
+            "are cached"
         )
-        extracted = failed = input_tokens = output_tokens = 0
-        failures: dict[str, int] = {}
-        for start in range(0, len(pending), extractor.batch_size):
-            batch_ids = pending[start : start + extractor.batch_size]
-            documents = store.fetch_documents(conn, domain, batch_ids)
-            outcomes = engine.extract(documents, entities)
+        plan = {"documents": int(total), "cached": int(total) - len(pending), "resumed_from_parts": resumed,
+                "adaptation": adaptation.metadata()}  # fmt: skip
+        tasks = []
+        for index, doc_ids in enumerate(shards.split_into_shards(pending, extractor.shards)):
+            folder = shard_store.shard_folder(domain, index, extractor.shards)
+            batches = (
+                store.fetch_documents(conn, domain, doc_ids[i : i + extractor.batch_size])
+                for i in range(0, len(doc_ids), extractor.batch_size)
+            )
+            written = shard_store.write_input(folder, batches)
+            tasks.append(
+                shards.ShardTask(
+                    domain=domain,
+                    index=index,
+                    shards=extractor.shards,
+                    folder=folder,
+                    documents=written,
+                    registry_version=registry_version,
+                    extractor=engine.name,
+                    extractor_version=engine.version,
+                    entities=tuple(entities),
+                    adaptation=adaptation,
+                    started_at=started,
+                    plan=plan,
+                )
+            )
+    for task in tasks:  # every shard, even an empty one, so the merge step always runs
+        yield DynamicOutput(task, mapping_key=f"shard_{task.index}")
+
+
+@op(out=Out(shards.ShardResult))
+def extract_shard(
+    context: OpExecutionContext, extractor: ExtractorResource, paths: DataDirResource, task: shards.ShardTask
+) -> shards.ShardResult:
+    """Extract one shard's documents, each batch written as a Parquet part (the unit of resume); no warehouse."""
+    started = time.perf_counter()
+    engine = ratings.adapted_extractor(extractor.build(), task.adaptation, task.extractor, task.extractor_version)
+    key = store.CacheKey(task.registry_version, task.extractor, task.extractor_version)
+    shard_store = _shard_store(extractor, paths)
+    label = f"{task.domain} shard {task.index + 1}/{task.shards}"
+    progress = Progress(f"{label}: extracted", task.documents, context.log.info, every_s=0)
+    extracted = failed = input_tokens = output_tokens = 0
+    failures: dict[str, int] = {}
+    if task.documents:
+        for number, documents in enumerate(shard_store.read_input(task.folder, extractor.batch_size)):
+            outcomes = engine.extract(documents, list(task.entities))
             if len(outcomes) != len(documents):
                 raise RuntimeError(f"{engine.name} returned {len(outcomes)} outcomes for {len(documents)} documents")
-            store.commit_batch(conn, domain, key, outcomes, context.run_id)
+            shard_store.write_part(task.folder, number, *store.batch_tables(task.domain, key, outcomes, context.run_id))
             for outcome in outcomes:
                 input_tokens += outcome.input_tokens
                 output_tokens += outcome.output_tokens
@@ -86,43 +164,91 @@ def opinions(
                     failures[reason] = failures.get(reason, 0) + 1
                 else:
                     extracted += 1
-            done = start + len(batch_ids)
-            elapsed = time.perf_counter() - started
-            context.log.info(
-                f"{domain}: extracted {done:,}/{len(pending):,} documents "
-                f"({done / elapsed if elapsed else 0:,.0f} docs/s, {failed:,} failed and left pending)"
-            )
+            progress.advance(len(documents), f"; {failed:,} failed and left pending")
+    return shards.ShardResult(
+        task=task,
+        extracted=extracted,
+        failed=failed,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        failures=failures,
+        seconds=time.perf_counter() - started,
+    )
+
+
+@op(out=Out(Nothing), **WAREHOUSE_OP)
+def merge_extraction(
+    context: OpExecutionContext,
+    warehouse: DuckDBResource,
+    extractor: ExtractorResource,
+    paths: DataDirResource,
+    results: list[shards.ShardResult],
+) -> None:
+    """The shards' parts into the extraction cache, then the opinions tables rebuilt from it."""
+    task = results[0].task
+    domain = task.domain
+    key = store.CacheKey(task.registry_version, task.extractor, task.extractor_version)
+    with warehouse.get_connection() as conn:
+        merged = _merge_parts(conn, _shard_store(extractor, paths), domain)
         counts = store.rebuild_opinions(conn, domain, key)
         table_facts = table_metadata(conn, "opinions", domain)
-    elapsed = time.perf_counter() - started
+    extracted = sum(r.extracted for r in results)
+    failed = sum(r.failed for r in results)
+    failures: dict[str, int] = {}
+    for r in results:
+        for reason, n in r.failures.items():
+            failures[reason] = failures.get(reason, 0) + n
+    input_tokens = sum(r.input_tokens for r in results)
+    output_tokens = sum(r.output_tokens for r in results)
     if failed:
         context.log.warning(f"{domain}: {failed:,} documents failed extraction and stay pending: {failures}")
-    return MaterializeResult(
-        metadata={
-            "extractor": f"{engine.name} {engine.version}",
-            "registry_version": registry_version,
-            "documents": int(total),
+    engine_cost = extractor.build().estimated_cost_usd(input_tokens, output_tokens)
+    context.add_output_metadata(
+        {
+            "extractor": f"{task.extractor} {task.extractor_version}",
+            "registry_version": task.registry_version,
+            "documents": task.plan["documents"],
             "extracted_this_run": extracted,
-            "cached": int(total) - len(pending),
+            "cached": task.plan["cached"],
             "failed_pending": failed,
             "failure_reasons": MetadataValue.json(failures),
+            "shards": task.shards,
+            "shard_documents": MetadataValue.json([r.task.documents for r in results]),
+            "merged_documents": merged,
+            "resumed_from_parts": task.plan["resumed_from_parts"],
             "opinions": counts["opinions"],
             "review_queue": counts["review_queue"],
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
-            "estimated_cost_usd": rounded_cost(engine.estimated_cost_usd(input_tokens, output_tokens)),
-            "seconds": round(elapsed, 2),
+            "estimated_cost_usd": rounded_cost(engine_cost),
+            "seconds": round(time.time() - task.started_at, 2),
             **table_facts,
-            **adaptation.metadata(),
+            **task.plan["adaptation"],
         }
     )
+
+
+@graph_asset(
+    partitions_def=domain_partitions,
+    group_name="enrich",
+    kinds={"duckdb", "parquet"},
+    ins={"raw_documents": AssetIn(dagster_type=Nothing), "entity_registry": AssetIn(dagster_type=Nothing)},
+    description="One row per (document, entity) opinion: sentiment, intensity, impact, emotions, evidence type and "
+    "σ-scale score. Extraction runs in shards of the domain (OPRAG_EXTRACT_SHARDS, steps side by side under a "
+    "multiprocess or cluster executor), each writing Parquet parts that one step merges into the warehouse. It is "
+    "cached by (content hash, registry version, extractor, version) and committed per batch, so re-runs extract "
+    "only new or changed documents and a killed run resumes from the last part any shard wrote.",
+)
+def opinions(raw_documents, entity_registry):
+    tasks = plan_extraction(raw_documents=raw_documents, entity_registry=entity_registry)
+    return merge_extraction(tasks.map(extract_shard).collect())
 
 
 @asset(
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["raw_documents"],
     description="Author attributes per document (metadata, derived from the corpus, or inferred and marked so), "
     "used only in aggregate for demographic coverage.",
@@ -172,7 +298,7 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
     partitions_def=domain_partitions,
     group_name="enrich",
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["opinions"],
     description="Per entity: mentions, sentiment counts, sentiment entropy H(e) in bits, mean and spread of the "
     "σ-scale score — the basis for choosing entities with genuine disagreement.",
@@ -235,7 +361,7 @@ ORDER BY o.doc_id, o.entity_id
 @multi_asset(
     partitions_def=domain_partitions,
     group_name="enrich",
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     specs=[
         AssetSpec(
             "enriched_entity_docs",

@@ -31,6 +31,7 @@ documents give the same sample, hence the same offsets and the same extractor ve
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -428,28 +429,20 @@ def adapt_extractor(
     grown sample could move the offsets and re-extract the whole domain). The shared model is copied, never
     mutated: another domain in the same process keeps its own scorer (the copy shares the ONNX session and its
     logit cache, which no offset changes)."""
-    import copy
-
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
     if mode not in ADAPT_MODES:
         raise ValueError(f"adapt must be one of {', '.join(ADAPT_MODES)}, not {mode!r}")
     if mode == "none":
         return engine, Adaptation("none")
-    if mode == "llm":
-        if isinstance(engine, OfflineExtractor):
-            reason = "adapt=llm needs an LLM extractor as the teacher (OPRAG_EXTRACTOR=anthropic or openai-compatible)"
-            return engine, Adaptation(mode, skipped_reason=reason)
-        student = OfflineExtractor()  # the LLM labels the sample, the offline model extracts the corpus
-        scorer = student.scorer
-    else:
-        student = engine
-        scorer = getattr(engine, "scorer", None) if isinstance(engine, OfflineExtractor) else None
+    if mode == "llm" and isinstance(engine, OfflineExtractor):
+        reason = "adapt=llm needs an LLM extractor as the teacher (OPRAG_EXTRACTOR=anthropic or openai-compatible)"
+        return engine, Adaptation(mode, skipped_reason=reason)
+    student = _student(engine, mode)
+    scorer = getattr(student, "scorer", None) if isinstance(student, OfflineExtractor) else None
     if scorer is None or not hasattr(scorer, "probabilities"):
         return engine, Adaptation(mode, skipped_reason=f"the {engine.name} extractor has no model to adapt")
-    base = copy.copy(scorer)
-    base.label_bias = None
-    base.residual_head = None
+    base = _unadapted(scorer)
     features = base.features if getattr(base, "exposes_features", False) else None
     ensure_tables(conn, ADAPTATION_TABLE)
     found = records(
@@ -473,8 +466,7 @@ def adapt_extractor(
             source_counts=json.loads(stored["source_counts"]),
             reused=True,
         )
-        apply_adaptation(base, reused)
-        return OfflineExtractor(scorer=base), reused
+        return _adapted(scorer, reused), reused
     if mode == "self":
         adaptation = fit_self_offsets(base, conn, domain, entities, sample_size, min_mentions, features)
     elif mode == "llm":
@@ -489,8 +481,7 @@ def adapt_extractor(
             adaptation.source_counts["ignored_off_scale"] = off_scale
     if adaptation.offsets is None:
         return student, adaptation
-    apply_adaptation(base, adaptation)
-    adapted = OfflineExtractor(scorer=base)
+    adapted = _adapted(scorer, adaptation)
     insert_rows(
         conn,
         ADAPTATION_TABLE,
@@ -513,6 +504,48 @@ def adapt_extractor(
         ],
     )
     return adapted, adaptation
+
+
+def adapted_extractor(engine: Any, adaptation: Adaptation, name: str, version: str) -> Any:
+    """The extractor `adapt_extractor` returned (called ``name``, at ``version``), rebuilt from the extractor as
+    configured and the adaptation: a shard step in another process, or on another machine, is handed those, not the
+    model. Raises when the rebuilt extractor is not that version (the shard would mix two models' answers)."""
+    if adaptation.offsets is not None:
+        rebuilt = _adapted(_student(engine, adaptation.method).scorer, adaptation)
+    else:
+        rebuilt = engine if engine.name == name else _student(engine, adaptation.method)
+    if (rebuilt.name, rebuilt.version) != (name, version):
+        raise RuntimeError(
+            f"the shard rebuilt {rebuilt.name} {rebuilt.version}, but the plan extracts with {name} {version}: "
+            "the shard's process has another model or configuration than the plan's"
+        )
+    return rebuilt
+
+
+def _student(engine: Any, mode: str) -> Any:
+    """The extractor that extracts the corpus: an LLM teacher's offline student, else the engine itself."""
+    from oprag_pipeline.enrich.offline import OfflineExtractor
+
+    if mode == "llm" and not isinstance(engine, OfflineExtractor):
+        return OfflineExtractor()  # the LLM labels the sample, the offline model extracts the corpus
+    return engine
+
+
+def _unadapted(scorer: Any) -> Any:
+    """A copy of the shared model without any domain's adaptation (the copy shares the ONNX session and its logit
+    cache, which no adaptation changes; another domain in the same process keeps its own scorer)."""
+    base = copy.copy(scorer)
+    base.label_bias = None
+    base.residual_head = None
+    return base
+
+
+def _adapted(scorer: Any, adaptation: Adaptation) -> Any:
+    from oprag_pipeline.enrich.offline import OfflineExtractor
+
+    base = _unadapted(scorer)
+    apply_adaptation(base, adaptation)
+    return OfflineExtractor(scorer=base)
 
 
 def apply_adaptation(model: Any, adaptation: Adaptation) -> None:

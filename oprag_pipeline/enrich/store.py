@@ -72,6 +72,14 @@ def commit_batch(
     run_id: str | None,
 ) -> None:
     """Write one batch atomically; re-writing a document under the same key replaces, never duplicates."""
+    commit_tables(conn, *batch_tables(domain, key, outcomes, run_id))
+
+
+def batch_tables(
+    domain: str, key: CacheKey, outcomes: Sequence[ExtractionOutcome], run_id: str | None
+) -> tuple[pa.Table, pa.Table]:
+    """One batch as the cache's two tables (header per document, detail per opinion), with the tables' columns: a
+    shard writes them to Parquet where it cannot reach the warehouse, and `commit_tables` loads them either way."""
     now = datetime.now(UTC).replace(tzinfo=None)
     header = pa.table(
         {
@@ -115,6 +123,11 @@ def commit_batch(
             "proposed": [bool(op.proposed) for _, op in rows],
         }
     )
+    return header, detail
+
+
+def commit_tables(conn: duckdb.DuckDBPyConnection, header: pa.Table, detail: pa.Table) -> None:
+    """Load a batch's tables (`batch_tables`) into the cache in one transaction, replacing the same keys."""
     conn.execute("BEGIN TRANSACTION")
     try:
         conn.register("_batch_header", header)

@@ -10,6 +10,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, load_rated_aspects, map_gold
 from oprag_pipeline.evaluate.grid import (
@@ -78,7 +79,7 @@ def _distributions(rows) -> dict[str, ScoreDistribution]:
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["entity_opinion_stats", "entity_registry", "gold_opinions"],
     description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions; the most mentioned first, "
     "those gold labels support before the rest where the domain has gold), each with a comparison partner from the "
@@ -176,7 +177,7 @@ class EvaluationQuestionsConfig(Config):
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["evaluation_entities"],
     description="Questions of five types per entity (experience, impact, emotional, comparison, suggestion), "
     "generated offline from varied templates and the entity's aliases; stable ids, deterministic.",
@@ -271,7 +272,7 @@ class RetrievalRunsConfig(Config):
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["evaluation_questions", "raw_kb", "entity_split_kb", "enriched_kb"],
     description="Every question × knowledge base (raw, entity_split, enriched) × mode (semantic, hybrid; and "
     "opinion-balanced, MMR, xQuAD and PM-2 on the enriched KB) × k (10, 20, 40, 60), one real query each; one row "
@@ -334,7 +335,7 @@ def retrieval_runs(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["raw_documents", "entity_registry"],
     description="Gold labels carried by the input (importers' `gold_opinions`, TripAdvisor aspect stars, the demo's "
     "planted labels) mapped onto registry entities, on the σ-scale. Empty for domains without gold.",
@@ -384,7 +385,7 @@ def gold_opinions(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["stg_hit_opinions", "author_attributes", "gold_opinions", "evaluation_questions"],
     description="Per question × KB × mode × k: entity match, σ and impact spread, distinct emotions, W1 to the "
     "corpus (and to gold where present) over retrievals that found opinions, the miss indicator and the old combined "
@@ -525,7 +526,7 @@ def significance_rows(
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["stg_question_metrics"],
     description="Paired comparisons at the entity level (metric averaged over each entity's questions, then a "
     "Wilcoxon signed-rank test and a cluster-bootstrap 95% CI over entities) for every metric, mode and k; the "
@@ -575,7 +576,7 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
     partitions_def=domain_partitions,
     group_name=GROUP,
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=[
         "mart_coverage_k20",
         "mart_w1_by_entity",

@@ -41,6 +41,7 @@ from dagster.components.resolved.core_models import OpSpec
 from jinja2 import Environment, StrictUndefined
 from pydantic import Field
 
+from oprag_pipeline.concurrency import WAREHOUSE_POOL, WAREHOUSE_TAG
 from oprag_pipeline.evaluate.report import markdown_table
 from oprag_pipeline.partitions import domain_partitions
 
@@ -267,7 +268,12 @@ def build_sql_assets(root: Path, warehouse: Any, *, group_name: str = "evaluatio
                 data_tests=model.tests,
                 assets=[spec],
                 checks=checks or None,
-                execution=OpSpec(name=model.name, description=model.description or None, pool="warehouse"),
+                execution=OpSpec(
+                    name=model.name,
+                    description=model.description or None,
+                    pool=WAREHOUSE_POOL,
+                    tags={WAREHOUSE_TAG: "1"},
+                ),
             )
         # The component reads its template itself, so no component tree (defs folder) is needed to build it.
         assets.append(component.build_underlying_assets_def(component_load_context=None))  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import config as env_config  # `config` is the assets' run config
+from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.enrich.offline import OfflineExtractor
 from oprag_pipeline.evaluate.metrics import ScoreDistribution
 from oprag_pipeline.evaluate.stats import compare_clustered
@@ -55,7 +56,7 @@ class GeneratedAnswersConfig(Config):
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     kinds={"duckdb", "qdrant"},
     deps=["evaluation_questions", "raw_kb", "enriched_kb", "entity_opinion_stats"],
     description="For every evaluation question, an opinion-aware answer (balanced retrieval on the enriched KB, "
@@ -144,7 +145,7 @@ def _distributions(conn, table: str, domain: str) -> dict[str, ScoreDistribution
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     kinds={"duckdb"},
     deps=["generated_answers", "gold_opinions"],
     description="Per answer: W1 between the corpus σ distribution of the question's entity and the one the answer "
@@ -218,7 +219,7 @@ class AnswerPreferenceConfig(Config):
 @asset(
     partitions_def=domain_partitions,
     group_name=GROUP,
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     kinds={"duckdb"},
     deps=["generated_answers"],
     description="Blind pairwise preference of an LLM judge between the opinion-aware and the plain answer of every "

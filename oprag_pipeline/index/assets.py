@@ -21,6 +21,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import config as env_config  # `config` is the assets' run config
+from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.index.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP, chunk_documents
 from oprag_pipeline.index.sync import SourcePoint, collection_name, sync_collection
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder
@@ -91,7 +92,7 @@ class RawKbConfig(Config):
     partitions_def=domain_partitions,
     group_name="index",
     kinds={"qdrant", "duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["raw_documents"],
     check_specs=[_count_check("raw", "raw_chunks")],
     description="Plain RAG baseline: the source documents as fixed-size token chunks with overlap, no opinion "
@@ -280,7 +281,7 @@ class EnrichedKbConfig(Config):
     partitions_def=domain_partitions,
     group_name="index",
     kinds={"qdrant"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["enriched_entity_docs"],
     check_specs=[_count_check("enriched", "enriched_entity_docs")],
     description="O-RAG: one point per (document, entity), its text embedded with the opinion metadata in words, "
@@ -300,7 +301,7 @@ def enriched_kb(
     partitions_def=domain_partitions,
     group_name="index",
     kinds={"qdrant"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["entity_split_docs"],
     check_specs=[_count_check("entity_split", "entity_split_docs")],
     description="Ablation: the same per-entity split as the enriched KB, embedded without opinion metadata.",

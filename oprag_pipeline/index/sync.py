@@ -23,6 +23,7 @@ import numpy as np
 
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder, text_keys
 from oprag_pipeline.index.vector_store import IndexPoint, VectorStore, batched, point_uuid
+from oprag_pipeline.progress import Progress
 
 KBS = ("raw", "entity_split", "enriched")
 
@@ -37,9 +38,6 @@ def collection_name(domain: str, kb: str) -> str:
 # it; small enough that a progress line comes every few seconds on a fast machine (~8 s at 130 texts/s) and the
 # window's vectors and payloads stay a few MB. Repeats across windows are found in the cache.
 EMBED_WINDOW = 1024
-# At most one progress line per this many seconds (checked after each window): an hour-long step shows its rate
-# and ETA all along in a few hundred lines, not one per window.
-PROGRESS_EVERY_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -73,39 +71,6 @@ def point_hash(text: str, payload: dict[str, Any], dense_parts: tuple[str, ...] 
     body = json.dumps(payload, sort_keys=True, default=str, ensure_ascii=False)
     composed = "" if dense_parts is None else "\x1ecomposed:" + ",".join(str(len(p)) for p in dense_parts)
     return hashlib.blake2b(f"{text}\x1f{body}{composed}".encode(), digest_size=12).hexdigest()
-
-
-def format_eta(seconds: float) -> str:
-    """'42 s', '12 min', '3.4 h': an ETA readable at a glance."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-class Progress:
-    """Done/total with rate and ETA, logged at most every `every_s` seconds (and at the end)."""
-
-    def __init__(self, label: str, total: int, log: Callable[[str], None], every_s: float = PROGRESS_EVERY_S):
-        self.label, self.total, self.log, self.every_s = label, total, log, every_s
-        self.started = self.last = time.perf_counter()
-        self.done = 0
-
-    def advance(self, n: int, note: str = "") -> None:
-        self.done += n
-        now = time.perf_counter()
-        if now - self.last < self.every_s and self.done < self.total:
-            return
-        self.last = now
-        elapsed = now - self.started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        eta = format_eta((self.total - self.done) / rate) if rate > 0 else "unknown"
-        share = self.done / self.total if self.total else 1.0
-        self.log(
-            f"{self.label}: {self.done:,}/{self.total:,} ({share:.0%}) in {format_eta(elapsed)}, "
-            f"{rate:,.0f}/s, ETA {eta}{note}"
-        )
 
 
 def dense_vectors(encoder: CachedDenseEncoder, points: Sequence[SourcePoint]) -> np.ndarray:

@@ -16,6 +16,7 @@ from pydantic import Field
 from oprag_pipeline import config as env_config  # `config` is the asset's run config
 from oprag_pipeline import settings
 from oprag_pipeline.asset_metadata import table_metadata
+from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.ingest import readers, store
 from oprag_pipeline.ingest.sensors import files_fingerprint
 from oprag_pipeline.partitions import domain_partitions
@@ -40,7 +41,7 @@ class RawDocumentsConfig(Config):
     partitions_def=domain_partitions,
     group_name="ingest",
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     description=(
         "Input documents of one domain (data/raw/<domain>/: JSONL, CSV, Parquet, gzip), normalised to the "
         "input contract with a content hash. Bad rows go to `quarantined_rows`; what changed since the "

@@ -5,6 +5,7 @@ import warnings
 from dagster import AssetCheckResult, AssetCheckSeverity, Failure, MetadataValue, PreviewWarning, asset_check
 from dagster_duckdb import DuckDBResource
 
+from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.ingest import store
 from oprag_pipeline.partitions import domain_partitions
 
@@ -23,7 +24,7 @@ with warnings.catch_warnings():
         asset="raw_documents",
         name="rows_reconcile",
         partitions_def=domain_partitions,
-        pool="warehouse",
+        **WAREHOUSE_STEP,
         blocking=True,
         description="Per file: rows read = accepted + quarantined + exact duplicates.",
     )

@@ -10,6 +10,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry import store
 from oprag_pipeline.registry.candidates import Candidate, mine_candidates
@@ -75,7 +76,7 @@ class SampleConfig(Config):
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["raw_documents"],
     description="A stratified sample (by entity_scope and rounded rating) of the domain's documents, sized by "
     "sentences, used to discover the entities people talk about.",
@@ -129,7 +130,7 @@ class CandidateConfig(Config):
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["extraction_sample"],
     description="Opinion-target candidates mined from the sample: noun phrases that opinion words relate to "
     "(double propagation on part-of-speech tags) in several documents, with the surface forms seen; with an LLM "
@@ -219,7 +220,7 @@ def load_overrides(directory: Path, domain: str) -> tuple[dict, str | None]:
     partitions_def=domain_partitions,
     group_name="registry",
     kinds={"duckdb"},
-    pool="warehouse",
+    **WAREHOUSE_STEP,
     deps=["entity_candidates"],
     description="The entity registry: candidates clustered by embedding and string similarity into entities with "
     "aliases under a 3-tier taxonomy. Ids are stable across runs; overrides are optional.",

@@ -34,5 +34,7 @@ def executor(kind: str, max_concurrent: int) -> ExecutorDefinition:
         {
             "max_concurrent": max_concurrent,
             "tag_concurrency_limits": [{"key": WAREHOUSE_TAG, "limit": 1}],
+            # each step's process forks from a server that has imported Dagster and the pipeline once
+            "start_method": {"forkserver": {"preload_modules": ["oprag_pipeline.definitions"]}},
         }
     )

@@ -23,6 +23,8 @@ from oprag_pipeline.enrich.offline import OfflineExtractor
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.resources import ExtractorResource, build_resources
 from oprag_pipeline.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome
+from oprag_pipeline_tests.fake_llm_server import FakeLLMServer
+from oprag_pipeline_tests.test_rating_adaptation import write_domain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -201,3 +203,40 @@ def test_the_multiprocess_executor_gives_the_in_process_tables_and_collection(tm
     warehouse_steps = sorted((starts[k], ends[k]) for k in starts if k in ends and "extract_shard" not in k)
     for (_, end), (start, _) in itertools.pairwise(warehouse_steps):
         assert start >= end - 1e-3, "two warehouse steps ran at once"
+
+
+def test_llm_extraction_runs_in_shards_with_its_tokens_and_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The anthropic extractor through the real client against the local fake: each shard step builds its own
+    client, sends one request per document of its shard, and the merge step sums the shards' tokens and cost."""
+    data_dir = tmp_path / "data"
+    write_domain(data_dir / "raw" / "laptops", 24)
+    monkeypatch.setenv("OPRAG_DATA_DIR", str(data_dir))
+    for name in ("ANTHROPIC_AUTH_TOKEN", "OPRAG_ANTHROPIC_MODEL", "OPRAG_LLM_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-" + "0" * 24)
+    monkeypatch.setenv("OPRAG_ANTHROPIC_PRICE_PER_MTOK", "3,15")
+    with FakeLLMServer() as server, DagsterInstance.ephemeral() as instance:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        instance.add_dynamic_partitions(DOMAIN_PARTITIONS_NAME, ["laptops"])
+        resources = build_resources(data_dir)
+        resources["extractor"] = ExtractorResource(
+            kind="anthropic", adapt="none", shards=3, batch_size=5, price_per_mtok="3,15"
+        )
+        upstream = AssetSelection.assets("opinions").upstream() - AssetSelection.assets("opinions")
+        kwargs = {"partition_key": "laptops", "instance": instance, "resources": resources}
+        assert materialize(ALL_ASSETS, selection=upstream, **kwargs).success  # the registry's LLM bootstrap too
+        before = len(server.requests)
+        result = materialize(ALL_ASSETS, selection=AssetSelection.assets("opinions"), **kwargs)
+        assert result.success
+        extraction_requests = [r for r in server.requests[before:] if r.usage is not None]
+    (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key.to_user_string() == "opinions"]
+    meta = {k: v.value for k, v in event.step_materialization_data.materialization.metadata.items()}
+    assert meta["extracted_this_run"] == 24 and meta["shards"] == 3 and sum(meta["shard_documents"]) == 24
+    assert len(extraction_requests) == 24  # one request per document, whichever shard it fell in
+    tokens_in = sum(r.usage[0] for r in extraction_requests)
+    tokens_out = sum(r.usage[1] for r in extraction_requests)
+    assert meta["input_tokens"] == tokens_in > 0 and meta["output_tokens"] == tokens_out > 0
+    assert meta["estimated_cost_usd"] == pytest.approx((3 * tokens_in + 15 * tokens_out) / 1e6, abs=1e-4)
+    assert meta["opinions"] == len(_opinion_rows(data_dir / "warehouse.duckdb", "laptops"))

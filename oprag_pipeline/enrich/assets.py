@@ -35,7 +35,7 @@ from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.progress import Progress
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.resources import DataDirResource, ExtractorResource
-from oprag_pipeline.schema import rounded_cost
+from oprag_pipeline.schema import rounded_cost, total_cost
 from oprag_pipeline.warehouse import batches_of_records, ensure_tables, insert_rows, records, replace_rows
 
 
@@ -173,6 +173,7 @@ def extract_shard(
         output_tokens=output_tokens,
         failures=failures,
         seconds=time.perf_counter() - started,
+        cost_usd=engine.estimated_cost_usd(input_tokens, output_tokens),
     )
 
 
@@ -202,7 +203,6 @@ def merge_extraction(
     output_tokens = sum(r.output_tokens for r in results)
     if failed:
         context.log.warning(f"{domain}: {failed:,} documents failed extraction and stay pending: {failures}")
-    engine_cost = extractor.build().estimated_cost_usd(input_tokens, output_tokens)
     context.add_output_metadata(
         {
             "extractor": f"{task.extractor} {task.extractor_version}",
@@ -220,7 +220,7 @@ def merge_extraction(
             "review_queue": counts["review_queue"],
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
-            "estimated_cost_usd": rounded_cost(engine_cost),
+            "estimated_cost_usd": rounded_cost(total_cost(r.cost_usd for r in results)),
             "seconds": round(time.time() - task.started_at, 2),
             **table_facts,
             **task.plan["adaptation"],

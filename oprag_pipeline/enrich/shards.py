@@ -72,6 +72,7 @@ class ShardResult:
     output_tokens: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    cost_usd: float | None = 0.0  # the extractor's estimate for this shard's tokens; None: its price is unknown
 
 
 class ShardStore:

@@ -2,6 +2,7 @@
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -195,10 +196,7 @@ def merge_extraction(
         table_facts = table_metadata(conn, "opinions", domain)
     extracted = sum(r.extracted for r in results)
     failed = sum(r.failed for r in results)
-    failures: dict[str, int] = {}
-    for r in results:
-        for reason, n in r.failures.items():
-            failures[reason] = failures.get(reason, 0) + n
+    failures = dict(sum((Counter(r.failures) for r in results), Counter()))
     input_tokens = sum(r.input_tokens for r in results)
     output_tokens = sum(r.output_tokens for r in results)
     if failed:

@@ -136,6 +136,11 @@ VARIABLES: tuple[Variable, ...] = (
              "(its answers the VADER lexicon agrees with), `ratings` from its star ratings, `llm` from the LLM "
              "extractor's labels of a 300-document sample (the offline model then extracting the corpus), `none`",
              default="self", choices=("none", "self", "ratings", "llm"), field="extractor.adapt"),
+    Variable("OPRAG_UNSTATED_STANCE", "str",
+             "the opinion of a (document, entity) whose every mention the offline model calls neutral: the tone of "
+             "the rest of the document at low intensity (`review-tone`: the author's stance, as review-level and "
+             "per-aspect-rating labels read it), or `neutral` (stated opinions only, as sentence-level labels read it)",
+             default="review-tone", choices=("review-tone", "neutral"), field="extractor.unstated_stance"),
     Variable("OPRAG_LLM_TIMEOUT", "float", "seconds per request of the LLM extractors", default=60.0, minimum=0,
              field="extractor.timeout", check="always"),
     Variable("OPRAG_LLM_BATCH_WAIT", "float",

@@ -57,6 +57,38 @@ def test_only_factual_mentions_stay_neutral() -> None:
     assert extract_one(text) == {"e1": "neutral"}
 
 
+def extract_opinions(text: str, review_tone: bool = True) -> dict[str, tuple[str, str, list[str]]]:
+    extractor = OfflineExtractor(scorer=ScriptedScorer(), review_tone=review_tone)
+    outcome = extractor.extract([DocumentInput(doc_id="d1", text=text, content_hash="h")], [ROOM, STAFF])[0]
+    return {o.entity_id: (o.sentiment, o.intensity, o.emotions) for o in outcome.opinions}
+
+
+def test_an_entity_named_without_an_opinion_takes_the_rest_of_the_review_s_tone() -> None:
+    # the room is only named; the rest of the review is plainly positive, then plainly negative
+    liked = "Our room was on the fifth floor. We loved this hotel and would happily come back!"
+    hated = "Our room was on the fifth floor. It was an awful stay, the worst hotel we have ever booked."
+    assert extract_opinions(liked) == {"e1": ("positive", "low", [])}
+    assert extract_opinions(hated) == {"e1": ("negative", "low", [])}
+    # stated opinions only: the same text leaves the room neutral
+    assert extract_opinions(liked, review_tone=False) == {"e1": ("neutral", "low", [])}
+
+
+def test_the_review_tone_ignores_the_entity_s_own_sentences_and_needs_an_evaluative_rest() -> None:
+    # both sentences are scored neutral by the scripted scorer, though VADER finds the staff's positive: the staff's
+    # tone is read outside their sentence, from a rest that states no opinion, so they stay neutral; the room's
+    # rest is the praise of the staff
+    text = "The staff were wonderful and we loved them. Our room was on the fifth floor, facing the street."
+    assert extract_opinions(text) == {"e1": ("positive", "low", []), "e2": ("neutral", "low", [])}
+    # an opinion the model reads is never overruled by the tone of the rest
+    text = "We loved this hotel and would happily come back! Sadly the room was filthy."
+    assert extract_opinions(text)["e1"][0] == "negative"
+
+
+def test_the_stance_setting_is_part_of_the_extractor_version() -> None:
+    scorer = ScriptedScorer()
+    assert OfflineExtractor(scorer, review_tone=True).version != OfflineExtractor(scorer, review_tone=False).version
+
+
 def test_opposite_opinions_pool_by_probability() -> None:
     text = "The room we had at first was spotless. The room they moved us to was filthy."
     assert extract_one(text, ScriptedScorer({"positive": 0.55, "negative": 0.95})) == {"e1": "negative"}

@@ -43,6 +43,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from oprag_pipeline import config
 from oprag_pipeline.config import MIN_RATED_MENTIONS, SAMPLE_MENTIONS
 from oprag_pipeline.enrich.aspect_model import (
     LABELS,
@@ -466,7 +467,7 @@ def adapt_extractor(
             source_counts=json.loads(stored["source_counts"]),
             reused=True,
         )
-        return _adapted(scorer, reused), reused
+        return _adapted(scorer, reused, student), reused
     if mode == "self":
         adaptation = fit_self_offsets(base, conn, domain, entities, sample_size, min_mentions, features)
     elif mode == "llm":
@@ -481,7 +482,7 @@ def adapt_extractor(
             adaptation.source_counts["ignored_off_scale"] = off_scale
     if adaptation.offsets is None:
         return student, adaptation
-    adapted = _adapted(scorer, adaptation)
+    adapted = _adapted(scorer, adaptation, student)
     insert_rows(
         conn,
         ADAPTATION_TABLE,
@@ -511,7 +512,8 @@ def adapted_extractor(engine: Any, adaptation: Adaptation, name: str, version: s
     configured and the adaptation: a shard step in another process, or on another machine, is handed those, not the
     model. Raises when the rebuilt extractor is not that version (the shard would mix two models' answers)."""
     if adaptation.offsets is not None:
-        rebuilt = _adapted(_student(engine, adaptation.method).scorer, adaptation)
+        student = _student(engine, adaptation.method)
+        rebuilt = _adapted(student.scorer, adaptation, student)
     else:
         rebuilt = engine if engine.name == name else _student(engine, adaptation.method)
     if (rebuilt.name, rebuilt.version) != (name, version):
@@ -527,7 +529,8 @@ def _student(engine: Any, mode: str) -> Any:
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
     if mode == "llm" and not isinstance(engine, OfflineExtractor):
-        return OfflineExtractor()  # the LLM labels the sample, the offline model extracts the corpus
+        # the LLM labels the sample, the offline model extracts the corpus
+        return OfflineExtractor(review_tone=config.value("OPRAG_UNSTATED_STANCE") == "review-tone")
     return engine
 
 
@@ -540,12 +543,13 @@ def _unadapted(scorer: Any) -> Any:
     return base
 
 
-def _adapted(scorer: Any, adaptation: Adaptation) -> Any:
+def _adapted(scorer: Any, adaptation: Adaptation, student: Any) -> Any:
+    """An offline extractor like ``student`` (its other settings kept) whose model carries ``adaptation``."""
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
     base = _unadapted(scorer)
     apply_adaptation(base, adaptation)
-    return OfflineExtractor(scorer=base)
+    return OfflineExtractor(scorer=base, review_tone=getattr(student, "review_tone", True))
 
 
 def apply_adaptation(model: Any, adaptation: Adaptation) -> None:

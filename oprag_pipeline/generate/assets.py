@@ -154,7 +154,8 @@ def _distributions(conn, table: str, domain: str) -> dict[str, ScoreDistribution
 )
 def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResource) -> MaterializeResult:
     domain = context.partition_key
-    extractor = OfflineExtractor()
+    # an answer is no review: what it conveys is what it states, so a neutral mention stays neutral
+    extractor = OfflineExtractor(review_tone=False)
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         answers = conn.execute(

@@ -95,7 +95,7 @@ class Column:
     results: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     adapt: str = "self"  # value of OPRAG_ADAPT (enrich/ratings.py)
-    stance: str = "review-tone"  # value of OPRAG_UNSTATED_STANCE (enrich/offline.py, review_tone)
+    tone: str = "read"  # value of OPRAG_DOCUMENT_TONE (enrich/offline.py, review_tone)
 
 
 @dataclass
@@ -123,12 +123,12 @@ def child_env(column: Column, models: Path) -> dict[str, str]:
             "OPRAG_OFFLINE_SCORER",
             "OPRAG_EXTRACT_BATCH_SIZE",
             "OPRAG_ADAPT",
-            "OPRAG_UNSTATED_STANCE",
+            "OPRAG_DOCUMENT_TONE",
         }
     }
     env.update({"OPRAG_EXTRACTOR": "offline", "OPRAG_OFFLINE_SCORER": column.scorer, "OPRAG_MODEL_DIR": str(models)})
     env["OPRAG_ADAPT"] = column.adapt
-    env["OPRAG_UNSTATED_STANCE"] = column.stance
+    env["OPRAG_DOCUMENT_TONE"] = column.tone
     env.setdefault("TQDM_DISABLE", "1")
     return env
 
@@ -805,10 +805,10 @@ def main() -> int:
         help="Add a column: the offline model as shipped, not adapted to the domain (OPRAG_ADAPT=none).",
     )
     parser.add_argument(
-        "--stated-only-column",
+        "--tone-ignored-column",
         action="store_true",
-        help="Add a column: a (document, entity) whose every mention is neutral stays neutral instead of taking the "
-        "rest of the document's tone (OPRAG_UNSTATED_STANCE=neutral).",
+        help="Add a column: each opinion read from its own sentences alone, not from the tone of the rest of the "
+        "document (OPRAG_DOCUMENT_TONE=ignore).",
     )
     parser.add_argument(
         "--offline-scorer",
@@ -848,8 +848,8 @@ def main() -> int:
     columns = [Column("offline", offline_label, scorer, work / "offline")]
     if args.adapt_column and scorer == "model":
         columns.append(Column("adapted", "offline+ratings", scorer, work / "adapted", adapt="ratings"))
-    if args.stated_only_column:
-        columns.append(Column("stated", "offline, stated only", scorer, work / "stated", stance="neutral"))
+    if args.tone_ignored_column:
+        columns.append(Column("stated", "offline, tone ignored", scorer, work / "stated", tone="ignore"))
     if args.unadapted_column and scorer == "model":
         columns.append(Column("unadapted", "offline, unadapted", scorer, work / "unadapted", adapt="none"))
     if not args.skip_vader:

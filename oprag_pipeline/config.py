@@ -136,11 +136,13 @@ VARIABLES: tuple[Variable, ...] = (
              "(its answers the VADER lexicon agrees with), `ratings` from its star ratings, `llm` from the LLM "
              "extractor's labels of a 300-document sample (the offline model then extracting the corpus), `none`",
              default="self", choices=("none", "self", "ratings", "llm"), field="extractor.adapt"),
-    Variable("OPRAG_UNSTATED_STANCE", "str",
-             "the opinion of a (document, entity) whose every mention the offline model calls neutral: the tone of "
-             "the rest of the document at low intensity (`review-tone`: the author's stance, as review-level and "
-             "per-aspect-rating labels read it), or `neutral` (stated opinions only, as sentence-level labels read it)",
-             default="review-tone", choices=("review-tone", "neutral"), field="extractor.unstated_stance"),
+    Variable("OPRAG_DOCUMENT_TONE", "str",
+             "whether the offline extractor reads the tone of the rest of a document (VADER) around an entity's own "
+             "sentences: `read` gives an entity that is named without an opinion that tone at low intensity (the "
+             "author's stance, as review-level and per-aspect-rating labels read it) and holds an opinion against "
+             "it one intensity level lower (a concession); `ignore` reads each opinion from its own sentences alone "
+             "(as sentence-level labels do)",
+             default="read", choices=("read", "ignore"), field="extractor.document_tone"),
     Variable("OPRAG_LLM_TIMEOUT", "float", "seconds per request of the LLM extractors", default=60.0, minimum=0,
              field="extractor.timeout", check="always"),
     Variable("OPRAG_LLM_BATCH_WAIT", "float",

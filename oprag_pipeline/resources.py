@@ -167,11 +167,12 @@ class ExtractorResource(ConfigurableResource):
         description="model | vader: the offline extractor's clause scorer (unset: env OPRAG_OFFLINE_SCORER, else "
         "model).",
     )
-    unstated_stance: str | None = Field(
+    document_tone: str | None = Field(
         default=None,
-        description="review-tone | neutral: what a (document, entity) whose every mention the offline model calls "
-        "neutral gets, the rest of the document's tone at low intensity or neutral (unset: env "
-        "OPRAG_UNSTATED_STANCE, else review-tone).",
+        description="read | ignore: whether the offline extractor reads the tone of the rest of a document around an "
+        "entity's sentences (an entity named without an opinion takes it at low intensity, an opinion against it is "
+        "held one level lower), or reads each opinion from its own sentences alone (unset: env "
+        "OPRAG_DOCUMENT_TONE, else read).",
     )
     timeout: float | None = Field(
         default=None, gt=0, description="Seconds per LLM request (unset: env OPRAG_LLM_TIMEOUT, else 60)."
@@ -218,7 +219,7 @@ class ExtractorResource(ConfigurableResource):
             base_url=self.base_url,
             max_concurrency=self.max_concurrency,
             offline_scorer=self.offline_scorer,
-            unstated_stance=self.unstated_stance,
+            document_tone=self.document_tone,
             timeout=self.timeout,
             openai_mode=self.openai_mode,
             price_per_mtok=price,
@@ -297,7 +298,7 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
             shards=config.value_or_none("OPRAG_EXTRACT_SHARDS") or 2,
             shard_uri=config.value_or_none("OPRAG_SHARD_URI"),
             offline_scorer=config.value_or_none("OPRAG_OFFLINE_SCORER"),
-            unstated_stance=config.value_or_none("OPRAG_UNSTATED_STANCE"),
+            document_tone=config.value_or_none("OPRAG_DOCUMENT_TONE"),
             timeout=config.value_or_none("OPRAG_LLM_TIMEOUT"),
             api_key=_secret(_KIND_SECRETS[kind]) if kind in _KIND_SECRETS else None,
             **by_kind,

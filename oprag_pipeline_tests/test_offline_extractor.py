@@ -5,6 +5,7 @@ test_aspect_model.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from oprag_pipeline.enrich.aspect_model import LABELS
 from oprag_pipeline.enrich.offline import OfflineExtractor, SimplePrediction
@@ -84,7 +85,40 @@ def test_the_review_tone_ignores_the_entity_s_own_sentences_and_needs_an_evaluat
     assert extract_opinions(text)["e1"][0] == "negative"
 
 
-def test_the_stance_setting_is_part_of_the_extractor_version() -> None:
+class GradedScorer(ScriptedScorer):
+    """The scripted answers, each with the intensity level named in the sentence ("mildly", "utterly")."""
+
+    def predict(
+        self, items: Sequence[tuple[str, int, int]], other_aspects: Sequence[tuple[str, int, int]] = ()
+    ) -> list[SimplePrediction]:
+        out = []
+        for (text, start, _end), prediction in zip(items, super().predict(items, other_aspects), strict=True):
+            sentence = text[text.rfind(".", 0, start) + 1 :].split(".")[0]
+            level = "low" if "mildly" in sentence else "high" if "utterly" in sentence else "medium"
+            out.append(replace(prediction, intensity=level))
+        return out
+
+
+def graded(text: str, review_tone: bool = True) -> tuple[str, str]:
+    extractor = OfflineExtractor(scorer=GradedScorer(), review_tone=review_tone)
+    opinion = extractor.extract([DocumentInput(doc_id="d1", text=text, content_hash="h")], [ROOM])[0].opinions[0]
+    return opinion.sentiment, opinion.intensity
+
+
+def test_an_opinion_against_the_rest_of_the_review_is_held_one_level_less_strongly() -> None:
+    praise = "We loved this hotel, a wonderful stay with great food."
+    complaint = "It was an awful stay, the worst hotel we have ever booked."
+    # against the tone of the rest: one level down, never below low
+    assert graded(f"{praise} The room was utterly filthy.") == ("negative", "medium")
+    assert graded(f"{praise} The room was filthy.") == ("negative", "low")
+    assert graded(f"{praise} The room was mildly filthy.") == ("negative", "low")
+    # with the tone, or with the tone ignored: as the model reads it
+    assert graded(f"{complaint} The room was utterly filthy.") == ("negative", "high")
+    assert graded(f"{praise} The room was utterly filthy.", review_tone=False) == ("negative", "high")
+    assert graded(f"{complaint} The room was utterly spotless.") == ("positive", "medium")
+
+
+def test_the_tone_setting_is_part_of_the_extractor_version() -> None:
     scorer = ScriptedScorer()
     assert OfflineExtractor(scorer, review_tone=True).version != OfflineExtractor(scorer, review_tone=False).version
 
@@ -128,7 +162,8 @@ def test_a_quality_named_by_its_adjective_takes_the_adjective_polarity() -> None
     outcomes = extractor.extract(documents, [ROOM, STAFF, CLEANLINESS, NOISE])
     got = {(o.doc_id, op.entity_id): (op.sentiment, op.intensity) for o in outcomes for op in o.opinions}
     assert got[("d1", "e3")][0] == "positive"
-    assert got[("d1", "e1")] == ("neutral", "low")  # the scorer still answers for the room
+    # the scorer still answers for the room; the rest of the review's praise gives it a weak positive stance
+    assert got[("d1", "e1")] == ("positive", "low")
     assert got[("d2", "e4")] == ("negative", "low")
     assert got[("d3", "e3")][0] == "positive"
     assert got[("d4", "e4")] == ("positive", "low")

@@ -113,10 +113,11 @@ class AspectPrediction:
         return sentiment_intensity(self.sentiment, self.intensity)
 
 
-def sentence_window(text: str, start: int, end: int) -> tuple[int, int]:
+def sentence_window(text: str, start: int, end: int, widen_short: bool = True) -> tuple[int, int]:
     """Character bounds of the sentence holding ``text[start:end]``.
 
-    A very short sentence ("Never again.") carries little context on its own, so its neighbours are added.
+    A very short sentence ("Never again.") carries little context on its own, so its neighbours are added unless
+    ``widen_short`` is False.
     """
     bounds = [0]
     bounds.extend(m.end() for m in _SENTENCE_END.finditer(text))
@@ -131,7 +132,7 @@ def sentence_window(text: str, start: int, end: int) -> tuple[int, int]:
     while hi < end and idx + 1 < len(bounds) - 1:
         idx += 1
         hi = bounds[idx + 1]
-    if len(text[lo:hi].split()) < SHORT_SENTENCE_WORDS:
+    if widen_short and len(text[lo:hi].split()) < SHORT_SENTENCE_WORDS:
         first = bounds.index(lo)
         lo = bounds[max(0, first - 1)]
         last = bounds.index(hi)

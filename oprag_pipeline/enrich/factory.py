@@ -9,7 +9,7 @@ from oprag_pipeline.enrich.schema import Extractor
 
 EXTRACTORS: tuple[str, ...] = config.declared("OPRAG_EXTRACTOR").choices
 OFFLINE_SCORERS: tuple[str, ...] = config.declared("OPRAG_OFFLINE_SCORER").choices
-STANCES: tuple[str, ...] = config.declared("OPRAG_UNSTATED_STANCE").choices
+TONE_CHOICES: tuple[str, ...] = config.declared("OPRAG_DOCUMENT_TONE").choices
 
 
 def build_extractor(
@@ -19,7 +19,7 @@ def build_extractor(
     base_url: str | None = None,
     max_concurrency: int = 4,
     offline_scorer: str | None = None,
-    unstated_stance: str | None = None,
+    document_tone: str | None = None,
     timeout: float | None = None,
     openai_mode: str | None = None,
     price_per_mtok: tuple[float, float] | None = None,
@@ -35,10 +35,10 @@ def build_extractor(
         scorer = offline_scorer or config.value("OPRAG_OFFLINE_SCORER")
         if scorer not in OFFLINE_SCORERS:
             raise ValueError(f"OPRAG_OFFLINE_SCORER must be 'model' or 'vader', not {scorer!r}")
-        stance = unstated_stance or config.value("OPRAG_UNSTATED_STANCE")
-        if stance not in STANCES:
-            raise ValueError(f"OPRAG_UNSTATED_STANCE must be one of {', '.join(STANCES)}, not {stance!r}")
-        return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None, review_tone=stance == "review-tone")
+        tone = document_tone or config.value("OPRAG_DOCUMENT_TONE")
+        if tone not in TONE_CHOICES:
+            raise ValueError(f"OPRAG_DOCUMENT_TONE must be one of {', '.join(TONE_CHOICES)}, not {tone!r}")
+        return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None, review_tone=tone == "read")
     options: dict[str, Any] = {"max_concurrency": max_concurrency}
     for name, chosen in (
         ("model", model),

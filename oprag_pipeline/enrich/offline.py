@@ -24,9 +24,10 @@ from oprag_pipeline.enrich import cues
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
 from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
 from oprag_pipeline.registry.matching import AliasMatcher
-from oprag_pipeline.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, RegistryEntity
+from oprag_pipeline.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, Level, RegistryEntity
 
 OFFLINE_VERSION = "4"
+INTENSITY_LEVELS = tuple(level.value for level in Level)  # weakest first
 MAX_MENTIONS_PER_ENTITY = 2
 # The probability given to the polarity an evaluative adjective states (see `_adjective_prediction`): the word is
 # explicit, so it outweighs a hedged model answer about the same entity when mentions are pooled.
@@ -238,14 +239,16 @@ def _emotion_text(text: str, windows: Sequence[tuple[int, int]], other_mentions:
 
 def review_tone(text: str, windows: Sequence[tuple[int, int]]) -> str:
     """The polarity VADER reads in the document outside the sentences ``windows`` (its documented compound
-    threshold), "neutral" when nothing else is written or it is not evaluative.
+    threshold), "neutral" when nothing else is written or it is not evaluative; ``windows`` are sorted.
 
-    Why a neutral mention takes it: in reviews most things named are judged in the review's direction, and people
-    rating a review's targets (per-aspect stars, review-level labels) label them so. Measured on TripAdvisor
-    (`benchmarks/bench_aspect_model.py`, 20 hotels, rated aspects vs their stars): the rest of the review's tone
-    agrees with the stars on 0.81 of the (review, aspect) pairs whose every mention the model calls neutral, and
-    on 0.90 of those it calls right. A single-sentence document, or one whose every sentence names the entity,
-    keeps "neutral": there is nothing else to read.
+    Two things follow from it in ``_pool`` (``OPRAG_DOCUMENT_TONE=read``). An entity whose every mention is neutral
+    takes it at low intensity: in a review most things named are judged in the review's direction, and people who
+    label a review's targets (per-aspect stars, review-level labels) label them so; it is an inferred stance, so
+    it is held weakly. An opinion against it is a concession ("a lovely stay; the room was a bit small") and is held
+    one level less strongly. Measured with `benchmarks/bench_aspect_model.py` and `bench_enrich.py` (TripAdvisor
+    per-aspect stars; the README has the figures). The rest of the document is read apart from the entity's own
+    sentences, so the tone is a second view, not the model's answer again; a single-sentence document, or one whose
+    every sentence names the entity, has no tone.
     """
     rest, position = [], 0
     for lo, hi in windows:
@@ -281,11 +284,15 @@ def _pool(
     # the relevant text: every sentence that mentions the entity, in order, each once
     windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
     stated = sentiment != "neutral"
-    if not stated and read_tone:
+    own = sorted({sentence_window(t, s, e, widen_short=False) for (t, s, e), _ in mentions})
+    tone = review_tone(text, own) if read_tone else "neutral"
+    if not stated and tone != "neutral":
         # every mention is neutral: the author's stance on the entity is read from the rest of the document
-        sentiment = review_tone(text, windows)
-        if sentiment != "neutral":
-            confidence = 1.0 - float(totals["neutral"]) / len(opinionated)
+        sentiment = tone
+        confidence = 1.0 - float(totals["neutral"]) / len(opinionated)
+    elif stated and tone not in (sentiment, "neutral"):
+        # a concession: an opinion against the tone of the rest of the document is held less strongly
+        intensity = INTENSITY_LEVELS[max(0, INTENSITY_LEVELS.index(intensity) - 1)]
     emotions = cues.emotions(_emotion_text(text, windows, other_mentions)) if stated else []
     evidence = cues.evidence_type(clause_text)
     consequence = _CONSEQUENCE.search(clause_text) is not None

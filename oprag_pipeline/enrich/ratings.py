@@ -530,7 +530,7 @@ def _student(engine: Any, mode: str) -> Any:
 
     if mode == "llm" and not isinstance(engine, OfflineExtractor):
         # the LLM labels the sample, the offline model extracts the corpus
-        return OfflineExtractor(review_tone=config.value("OPRAG_UNSTATED_STANCE") == "review-tone")
+        return OfflineExtractor(review_tone=config.value("OPRAG_DOCUMENT_TONE") == "read")
     return engine
 
 

@@ -113,15 +113,18 @@ class AspectPrediction:
         return sentiment_intensity(self.sentiment, self.intensity)
 
 
+def sentence_bounds(text: str) -> list[int]:
+    """Where each sentence of ``text`` starts, then ``len(text)``: sentence i is ``text[b[i]:b[i + 1]]``."""
+    return [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+
+
 def sentence_window(text: str, start: int, end: int, widen_short: bool = True) -> tuple[int, int]:
     """Character bounds of the sentence holding ``text[start:end]``.
 
     A very short sentence ("Never again.") carries little context on its own, so its neighbours are added unless
     ``widen_short`` is False.
     """
-    bounds = [0]
-    bounds.extend(m.end() for m in _SENTENCE_END.finditer(text))
-    bounds.append(len(text))
+    bounds = sentence_bounds(text)
     idx = 0
     for i in range(len(bounds) - 1):
         if bounds[i] <= start < bounds[i + 1] or (start >= bounds[i] and i == len(bounds) - 2):

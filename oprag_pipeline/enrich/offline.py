@@ -15,13 +15,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from oprag_pipeline.enrich import cues
-from oprag_pipeline.enrich.aspect_model import LABELS, sentence_window
+from oprag_pipeline.enrich.aspect_model import LABELS, sentence_bounds, sentence_window
 from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, Level, RegistryEntity
@@ -181,9 +182,13 @@ class OfflineExtractor:
             grouped.setdefault(owner, []).append((item, prediction))
             starts.setdefault(owner[0], []).append((item[1], owner[1]))
         outcomes = [ExtractionOutcome(doc_id=d.doc_id, content_hash=d.content_hash) for d in documents]
+        tones: dict[int, list[tuple[int, int, float]]] = {}
         for (index, entity_id), mentions in grouped.items():
             others = [start for start, owner in starts[index] if owner != entity_id]
-            outcomes[index].opinions.append(_pool(entity_id, names[entity_id], mentions, others, self.review_tone))
+            if self.review_tone and index not in tones:
+                tones[index] = sentence_tones(documents[index].text)
+            opinion = _pool(entity_id, names[entity_id], mentions, others, tones.get(index))
+            outcomes[index].opinions.append(opinion)
         for outcome in outcomes:
             outcome.opinions.sort(key=lambda o: (o.span_start or 0, o.entity_id or ""))
         return outcomes
@@ -237,26 +242,27 @@ def _emotion_text(text: str, windows: Sequence[tuple[int, int]], other_mentions:
     return " ".join(parts)
 
 
-def review_tone(text: str, windows: Sequence[tuple[int, int]]) -> str:
-    """The polarity VADER reads in the document outside the sentences ``windows`` (its documented compound
-    threshold), "neutral" when nothing else is written or it is not evaluative; ``windows`` are sorted.
+def sentence_tones(text: str) -> list[tuple[int, int, float]]:
+    """(start, end, VADER compound) of each non-empty sentence: scored once per document, read by every entity."""
+    bounds = sentence_bounds(text)
+    return [(lo, hi, cues.vader_compound(text[lo:hi])) for lo, hi in pairwise(bounds) if text[lo:hi].strip()]
+
+
+def review_tone(tones: Sequence[tuple[int, int, float]], windows: Sequence[tuple[int, int]]) -> str:
+    """The polarity of the document's sentences outside ``windows``: the mean of their VADER compounds by VADER's
+    documented threshold, "neutral" when no other sentence is written or they are not evaluative on average.
 
     Two things follow from it in ``_pool`` (``OPRAG_DOCUMENT_TONE=read``). An entity whose every mention is neutral
     takes it at low intensity: in a review most things named are judged in the review's direction, and people who
     label a review's targets (per-aspect stars, review-level labels) label them so; it is an inferred stance, so
     it is held weakly. An opinion against it is a concession ("a lovely stay; the room was a bit small") and is held
     one level less strongly. Measured with `benchmarks/bench_aspect_model.py` and `bench_enrich.py` (TripAdvisor
-    per-aspect stars; the README has the figures). The rest of the document is read apart from the entity's own
-    sentences, so the tone is a second view, not the model's answer again; a single-sentence document, or one whose
-    every sentence names the entity, has no tone.
+    per-aspect stars; the README has the figures). The entity's own sentences are left out, so the tone is a second
+    view, not the model's answer again; every sentence counts once, however long; a single-sentence document, or
+    one whose every sentence names the entity, has no tone.
     """
-    rest, position = [], 0
-    for lo, hi in windows:
-        rest.append(text[position:lo])
-        position = max(position, hi)
-    rest.append(text[position:])
-    outside = " ".join(part.strip() for part in rest if part.strip())
-    return cues.vader_polarity(cues.vader_compound(outside)) if outside else "neutral"
+    rest = [c for lo, hi, c in tones if not any(lo < w_hi and w_lo < hi for w_lo, w_hi in windows)]
+    return cues.vader_polarity(sum(rest) / len(rest)) if rest else "neutral"
 
 
 def _pool(
@@ -264,8 +270,10 @@ def _pool(
     entity_name: str,
     mentions: list[tuple[tuple[str, int, int], Any]],
     other_mentions: Sequence[int] = (),
-    read_tone: bool = True,
+    tones: Sequence[tuple[int, int, float]] | None = None,
 ) -> ExtractedOpinion:
+    """One opinion from an entity's mentions in a document; ``tones`` (``sentence_tones`` of the document) when the
+    tone of the rest of the document is read (``review_tone``), None when it is not."""
     # A factual mention ("our room was on the 5th floor") states no opinion, so it must not outvote the mention that
     # does ("the room was spotless"): pool the opinionated mentions when there are any, else the neutral ones.
     opinionated = [(item, p) for item, p in mentions if p.sentiment != "neutral"] or mentions
@@ -284,8 +292,8 @@ def _pool(
     # the relevant text: every sentence that mentions the entity, in order, each once
     windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
     stated = sentiment != "neutral"
-    own = sorted({sentence_window(t, s, e, widen_short=False) for (t, s, e), _ in mentions})
-    tone = review_tone(text, own) if read_tone else "neutral"
+    own = [sentence_window(t, s, e, widen_short=False) for (t, s, e), _ in mentions]
+    tone = review_tone(tones, own) if tones is not None else "neutral"
     if not stated and tone != "neutral":
         # every mention is neutral: the author's stance on the entity is read from the rest of the document
         sentiment = tone

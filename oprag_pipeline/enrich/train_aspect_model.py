@@ -571,6 +571,9 @@ Epoch times depend on what else runs on the machine: about 450-550 s per epoch o
   the aspect ("the rooms were spotless", "staff weren't helpful"). The network reads some such words by their
   sub-words ("spotless", "immaculate" come out negative); this rule changes no MAMS test or val prediction.
 - Intensity (low / medium / high) comes from `cues.intensity_from`: calibrated confidence plus intensity cues.
+- The offline extractor (not this scoring path) also reads the tone of the rest of a document
+  (`offline.review_tone`, `OPRAG_DOCUMENT_TONE`): an entity every mention of which is called neutral takes it at
+  low intensity, and an opinion against it is held one level lower.
 - `max_context` in `AspectSentimentModel.load` trades accuracy for speed (ATSA test: 80 tokens 0.833, 48 0.830,
   32 0.829, 24 0.811, 16 0.794).
 

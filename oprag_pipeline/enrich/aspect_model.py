@@ -48,6 +48,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -113,9 +114,13 @@ class AspectPrediction:
         return sentiment_intensity(self.sentiment, self.intensity)
 
 
-def sentence_bounds(text: str) -> list[int]:
-    """Where each sentence of ``text`` starts, then ``len(text)``: sentence i is ``text[b[i]:b[i + 1]]``."""
-    return [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+@lru_cache(maxsize=256)
+def sentence_bounds(text: str) -> tuple[int, ...]:
+    """Where each sentence of ``text`` starts, then ``len(text)``: sentence i is ``text[b[i]:b[i + 1]]``.
+
+    Cached: every mention of a document asks for its sentence, and scanning a review for sentence ends was about 5%
+    of the offline extractor's time (cProfile, 400 TripAdvisor reviews)."""
+    return (0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text))
 
 
 def sentence_window(text: str, start: int, end: int, widen_short: bool = True) -> tuple[int, int]:

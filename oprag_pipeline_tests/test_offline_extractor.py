@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pytest
+
 from oprag_pipeline.enrich.aspect_model import LABELS
 from oprag_pipeline.enrich.offline import OfflineExtractor, SimplePrediction
 from oprag_pipeline.registry.matching import AliasMatcher
@@ -209,3 +211,16 @@ def test_the_aspect_model_ignores_lexicon_evidence_about_a_neighbour() -> None:
     alone = model.predict([menu])[0]  # as if the dessert were no aspect: the tie-break swaps neutral and positive
     assert alone.sentiment == "positive"
     assert alone.scores["positive"] == with_neighbour.scores["neutral"]
+
+
+def test_the_document_tone_setting_reaches_the_offline_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oprag_pipeline.enrich.factory import build_extractor
+    from oprag_pipeline.resources import ExtractorResource
+
+    monkeypatch.delenv("OPRAG_DOCUMENT_TONE", raising=False)
+    assert build_extractor("offline").review_tone is True  # read by default
+    monkeypatch.setenv("OPRAG_DOCUMENT_TONE", "ignore")
+    assert build_extractor("offline").review_tone is False
+    assert ExtractorResource(kind="offline", document_tone="read").build().review_tone is True
+    with pytest.raises(ValueError, match="OPRAG_DOCUMENT_TONE must be one of read, ignore"):
+        build_extractor("offline", document_tone="sometimes")

@@ -114,7 +114,7 @@ class OfflineExtractor:
 
     def __init__(self, scorer: AspectScorer | None = None, review_tone: bool = True) -> None:
         self._scorer = scorer
-        # a (document, entity) whose every mention is neutral takes the rest of the document's tone (`review_tone`)
+        # read the tone of the rest of each document around an entity's sentences (`review_tone`, `_pool`)
         self.review_tone = review_tone
         self._matchers: dict[tuple[str, ...], AliasMatcher] = {}
 

@@ -826,7 +826,7 @@ def main() -> None:
         if candidate is not None:
             scorers_ta.append(("cand", candidate))
         extractors = {n: OfflineExtractor(scorer=s) for n, s in scorers_ta}
-        # the committed path without reading a neutral entity's stance from the rest of the review
+        # the committed path with OPRAG_DOCUMENT_TONE=ignore: no tone read from the rest of the review
         extractors["no-tone"] = OfflineExtractor(scorer=new, review_tone=False)
         tripadvisor_section(args, extractors)
     if "ratings" not in args.skip:

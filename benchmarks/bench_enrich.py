@@ -849,7 +849,7 @@ def main() -> int:
     if args.adapt_column and scorer == "model":
         columns.append(Column("adapted", "offline+ratings", scorer, work / "adapted", adapt="ratings"))
     if args.tone_ignored_column:
-        columns.append(Column("stated", "offline, tone ignored", scorer, work / "stated", tone="ignore"))
+        columns.append(Column("tone-ignored", "offline, tone ignored", scorer, work / "tone-ignored", tone="ignore"))
     if args.unadapted_column and scorer == "model":
         columns.append(Column("unadapted", "offline, unadapted", scorer, work / "unadapted", adapt="none"))
     if not args.skip_vader:

@@ -110,8 +110,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("OPRAG_EXECUTOR", "str",
              "how a run's steps execute: `in_process` (one process, one step after another) or `multiprocess` "
              "(a process per step, as many at once as there are cores, the warehouse steps one at a time: the "
-             "extraction shards run side by side)", default="in_process", choices=("in_process", "multiprocess"),
-             check="always"),
+             "extraction and embedding shards run side by side)", default="in_process",
+             choices=("in_process", "multiprocess"), check="always"),
     # -- ingest --------------------------------------------------------------------------------------------------
     Variable("OPRAG_MAX_TEXT_CHARS", "int", "longer texts are quarantined", default=100_000, minimum=1,
              field="raw_documents.max_text_chars", check="always"),
@@ -126,8 +126,9 @@ VARIABLES: tuple[Variable, ...] = (
              "merges into the warehouse (steps run side by side under a multiprocess or cluster executor)",
              default=2, minimum=1, field="extractor.shards"),
     Variable("OPRAG_SHARD_URI", "str",
-             "where extraction shards write their inputs and parts: a folder, or any URI pyarrow opens "
-             "(`s3://bucket/prefix`) so shards on several machines share it",
+             "where extraction and embedding shards write their inputs and parts: a folder, or any URI pyarrow "
+             "opens (`s3://bucket/prefix`) so shards on several machines share it (the run-config field sets the "
+             "extraction's alone)",
              shown_default="`$OPRAG_DATA_DIR/shards`", field="extractor.shard_uri", check="never"),
     Variable("OPRAG_OFFLINE_SCORER", "str", "`vader` runs the lexicon baseline instead of the aspect model",
              default="model", choices=("model", "vader"), field="extractor.offline_scorer"),
@@ -176,6 +177,10 @@ VARIABLES: tuple[Variable, ...] = (
              default="sentence-transformers/all-MiniLM-L6-v2", field="embedder.model"),
     Variable("OPRAG_EMBED_PRECISION", "str", "MiniLM's document encoder: `w8` (8-bit weights, faster) or `fp32`",
              default="w8", choices=("w8", "fp32"), field="embedder.precision"),
+    Variable("OPRAG_EMBED_SHARDS", "int",
+             "shards per domain for embedding the per-entity KBs' distinct texts: each shard is its own step writing "
+             "into the vector cache (side by side under a multiprocess or cluster executor), before the KB steps "
+             "write points", default=2, minimum=1, field="embedder.shards"),
     Variable("OPRAG_DEVICE", "str",
              "`auto`: the embedder and the aspect model use onnxruntime's CUDA provider when `onnxruntime-gpu` offers "
              "it, else the CPU; `cpu`; `cuda` (a GPU or an error)", default="auto", choices=("auto", "cpu", "cuda")),

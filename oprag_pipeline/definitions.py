@@ -20,7 +20,7 @@ from oprag_pipeline.evaluate.assets import (
 )
 from oprag_pipeline.evaluate.sql_models import build_sql_assets
 from oprag_pipeline.generate.assets import answer_preference, generated_answers, generation_fidelity
-from oprag_pipeline.index.assets import enriched_kb, entity_split_kb, raw_kb
+from oprag_pipeline.index.assets import enriched_kb, entity_doc_vectors, entity_split_kb, raw_kb
 from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.checks import rows_reconcile
 from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job
@@ -37,6 +37,7 @@ ALL_ASSETS = [
     entity_opinion_stats,
     enriched_entity_docs,
     raw_kb,
+    entity_doc_vectors,
     entity_split_kb,
     enriched_kb,
     evaluation_entities,

@@ -109,6 +109,13 @@ class EmbedderResource(ConfigurableResource):
         "else vector_cache/ in the data directory).",
     )
 
+    shards: int = Field(
+        default=2,
+        ge=1,
+        description="Shards per domain for embedding the per-entity KBs' texts: each is its own step writing into the "
+        "vector cache, before the KB steps write points (env OPRAG_EMBED_SHARDS).",
+    )
+
     def embedder(self):
         from oprag_pipeline.embeddings import OfflineEmbedder
 
@@ -280,6 +287,7 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
             model=config.value_or_none("OPRAG_EMBED_MODEL"),
             precision=config.value_or_none("OPRAG_EMBED_PRECISION"),
             vector_cache_dir=_text(config.value_or_none("OPRAG_VECTOR_CACHE_DIR")),
+            shards=config.value_or_none("OPRAG_EMBED_SHARDS") or 2,
         ),
         "vector_store": VectorStoreResource(
             data_dir=str(root),

@@ -57,9 +57,26 @@ def test_collections_hold_one_point_per_source_row(indexed) -> None:
     assert first["entity_split_kb"]["points"] == first["enriched_entity_docs"]["documents"]
 
 
+def test_the_per_entity_kbs_find_every_vector_embedded_by_the_shards(indexed) -> None:
+    """`entity_doc_vectors` embeds the distinct texts of both per-entity KBs in shards; the KB steps then embed
+    nothing, and the shards' inputs are gone."""
+    data_dir, _, first = indexed
+    vectors = first["entity_doc_vectors"]
+    assert vectors["shards"] == 2 and len(vectors["shard_texts"]) == 2
+    assert vectors["embedded_this_run"] == sum(vectors["shard_texts"]) == vectors["distinct"] - vectors["cached"] > 0
+    # both KBs ask for the split texts, so the requests outnumber the distinct texts
+    assert vectors["requested"] > vectors["distinct"]
+    assert vectors["requested"] == 2 * first["enriched_entity_docs"]["documents"]
+    assert first["entity_split_kb"]["embedded"] == 0 and first["enriched_kb"]["embedded"] == 0
+    assert first["raw_kb"]["embedded"] > 0  # the raw chunks are embedded by their own step
+    assert not (data_dir / "shards" / "_embedding" / "hotels").exists()
+
+
 def test_reindexing_unchanged_data_writes_nothing_and_deletes_removed(indexed) -> None:
     data_dir, instance, _ = indexed
     second = materialize_all(data_dir, instance)
+    assert second["entity_doc_vectors"]["embedded_this_run"] == 0
+    assert second["entity_doc_vectors"]["cached"] == second["entity_doc_vectors"]["distinct"]
     for key in INDEX_KEYS:
         assert second[key]["written"] == 0 and second[key]["deleted"] == 0, (key, second[key])
     # remove ten documents from the input: their chunks and entity points must leave every collection

@@ -103,22 +103,34 @@ class ShardStore:
     def write_input(self, folder: str, batches: Iterator[Sequence[DocumentInput]]) -> int:
         """The shard's documents as one Parquet file, written batch by batch (a shard may hold 100k documents)."""
         schema = pa.schema([(name, pa.string()) for name in DOCUMENT_COLUMNS])
+        tables = (
+            pa.table({name: [getattr(d, name) for d in batch] for name in DOCUMENT_COLUMNS}, schema=schema)
+            for batch in batches
+        )
+        return self.write_stream(folder, INPUT_FILE, schema, tables)
+
+    def read_input(self, folder: str, batch_size: int) -> Iterator[list[DocumentInput]]:
+        for rows in self.read_stream(folder, INPUT_FILE, batch_size):
+            yield [DocumentInput(**row) for row in rows]
+
+    def write_stream(self, folder: str, name: str, schema: pa.Schema, tables: Iterator[pa.Table]) -> int:
+        """`tables` as one Parquet file `name` in `folder`, written table by table under a temporary name and then
+        moved into place; the rows written."""
         self.fs.create_dir(folder, recursive=True)
-        path = posixpath.join(folder, INPUT_FILE)
         tmp = posixpath.join(folder, f".{uuid.uuid4().hex}.tmp")
         rows = 0
         with self.fs.open_output_stream(tmp) as sink, pq.ParquetWriter(sink, schema) as writer:
-            for batch in batches:
-                columns = {name: [getattr(d, name) for d in batch] for name in DOCUMENT_COLUMNS}
-                writer.write_table(pa.table(columns, schema=schema))
-                rows += len(batch)
-        self.fs.move(tmp, path)
+            for table in tables:
+                writer.write_table(table)
+                rows += table.num_rows
+        self.fs.move(tmp, posixpath.join(folder, name))
         return rows
 
-    def read_input(self, folder: str, batch_size: int) -> Iterator[list[DocumentInput]]:
-        with self.fs.open_input_file(posixpath.join(folder, INPUT_FILE)) as source:
+    def read_stream(self, folder: str, name: str, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+        """The rows of `write_stream`'s file, `batch_size` at a time."""
+        with self.fs.open_input_file(posixpath.join(folder, name)) as source:
             for batch in pq.ParquetFile(source).iter_batches(batch_size=batch_size):
-                yield [DocumentInput(**row) for row in batch.to_pylist()]
+                yield batch.to_pylist()
 
     def write_part(self, folder: str, number: int, header: pa.Table, detail: pa.Table) -> None:
         """One committed batch; the header goes last, so its presence marks the part complete."""

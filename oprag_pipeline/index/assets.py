@@ -2,6 +2,7 @@
 
 import json
 import tempfile
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,21 +13,34 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSpec,
     AssetExecutionContext,
+    AssetIn,
     Config,
+    DynamicOut,
+    DynamicOutput,
+    In,
     MaterializeResult,
+    MetadataValue,
+    Nothing,
+    OpExecutionContext,
+    Out,
     PreviewWarning,
     asset,
+    graph_asset,
+    op,
 )
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import config as env_config  # `config` is the assets' run config
-from oprag_pipeline.concurrency import WAREHOUSE_STEP
+from oprag_pipeline.concurrency import WAREHOUSE_OP, WAREHOUSE_STEP
+from oprag_pipeline.index import embed_shards
 from oprag_pipeline.index.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP, chunk_documents
-from oprag_pipeline.index.sync import SourcePoint, collection_name, sync_collection
+from oprag_pipeline.index.sync import EMBED_WINDOW, SourcePoint, collection_name, dense_texts, sync_collection
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder
+from oprag_pipeline.index.vector_store import batched
 from oprag_pipeline.partitions import domain_partitions
-from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
+from oprag_pipeline.progress import Progress
+from oprag_pipeline.resources import DataDirResource, EmbedderResource, VectorStoreResource
 from oprag_pipeline.warehouse import ensure_tables, records, replace_rows
 
 VECTOR_CACHE_ENV = "OPRAG_VECTOR_CACHE_DIR"
@@ -267,6 +281,121 @@ def _default_dense() -> DenseMode:
     return env_config.value_or_default(ENRICHED_DENSE_ENV)
 
 
+def _embedding_store(paths: DataDirResource):
+    return embed_shards.embedding_shard_store(env_config.value_or_none("OPRAG_SHARD_URI") or paths.root / "shards")
+
+
+@op(
+    ins={"entity_split_docs": In(Nothing), "enriched_entity_docs": In(Nothing)},
+    out=DynamicOut(embed_shards.EmbedTask),
+    **WAREHOUSE_OP,
+)
+def plan_embedding(
+    context: OpExecutionContext,
+    warehouse: DuckDBResource,
+    embedder: EmbedderResource,
+    vector_store: VectorStoreResource,
+    paths: DataDirResource,
+) -> Iterator[DynamicOutput]:
+    """Find the distinct texts the two per-entity KBs will embed that the vector cache does not hold, and hand each
+    shard its share as Parquet: the shards then need neither the warehouse nor each other."""
+    domain = context.partition_key
+    started = time.time()
+    plan = embed_shards.EmbedPlan(shards=embedder.shards)
+    store = _embedding_store(paths)
+    dense = _default_dense()
+    encoder = _encoder(embedder, vector_store)
+    try:
+        with tempfile.TemporaryDirectory(prefix="oprag-embed-plan-") as tmp:
+            path = Path(tmp) / "entity_docs.parquet"
+            with warehouse.get_connection() as conn:
+                rows = _export_entity_docs(conn, domain, path)
+
+            def texts() -> Iterator[list[str]]:
+                for enriched in (False, True):  # the entity-split KB's texts, then the enriched KB's
+                    points = _entity_points(path, domain, enriched=enriched, dense=dense)
+                    for window in batched(points, EXPORT_BATCH_ROWS):
+                        yield [text for point in window for text in dense_texts(point)]
+
+            embed_shards.write_plan(store, domain, embed_shards.pending_texts(texts(), encoder.cache, plan))
+    finally:
+        encoder.close()
+    context.log.info(
+        f"{domain}: {rows:,} per-entity documents ask for {plan.requested:,} dense texts, {plan.distinct:,} "
+        f"distinct, {plan.cached:,} already in the vector cache; {sum(plan.pending):,} to embed in "
+        f"{plan.shards} shard(s) ({', '.join(f'{n:,}' for n in plan.pending)})"
+    )
+    facts = {"entity_documents": rows, "requested": plan.requested, "distinct": plan.distinct, "cached": plan.cached}
+    for index, pending in enumerate(plan.pending):  # every shard, even an empty one, so the collect step runs
+        task = embed_shards.EmbedTask(domain, index, plan.shards, pending, started_at=started, plan=facts)
+        yield DynamicOutput(task, mapping_key=f"shard_{index}")
+
+
+@op(out=Out(embed_shards.EmbedResult))
+def embed_shard(
+    context: OpExecutionContext,
+    embedder: EmbedderResource,
+    vector_store: VectorStoreResource,
+    paths: DataDirResource,
+    task: embed_shards.EmbedTask,
+) -> embed_shards.EmbedResult:
+    """Embed one shard's texts into the vector cache (flushed every `vector_cache.PART_VECTORS` vectors: the unit
+    of resume); no warehouse, no vector store."""
+    started = time.perf_counter()
+    label = f"{task.domain} embedding shard {task.index + 1}/{task.shards}: texts"
+    progress = Progress(label, task.texts, context.log.info)
+    encoder = _encoder(embedder, vector_store)
+    try:
+        for texts in embed_shards.read_shard(_embedding_store(paths), task.domain, task.index, EMBED_WINDOW):
+            encoder.embed_dense(texts)  # a text another shard or run embedded meanwhile is read back, not embedded
+            progress.advance(len(texts), f"; {encoder.stats.embedded:,} embedded")
+    finally:
+        encoder.close()
+    return embed_shards.EmbedResult(task, embedded=encoder.stats.embedded, seconds=time.perf_counter() - started)
+
+
+@op(out=Out(Nothing))
+def collect_embedding(
+    context: OpExecutionContext, paths: DataDirResource, results: list[embed_shards.EmbedResult]
+) -> None:
+    """Remove the shards' inputs and record what the stage did."""
+    task = results[0].task
+    _embedding_store(paths).clear(task.domain)
+    embedded = sum(r.embedded for r in results)
+    seconds = time.time() - task.started_at
+    context.add_output_metadata(
+        {
+            **task.plan,
+            "embedded_this_run": embedded,
+            "shards": task.shards,
+            "shard_texts": MetadataValue.json([r.task.texts for r in sorted(results, key=lambda r: r.task.index)]),
+            "shard_seconds": MetadataValue.json(
+                [round(r.seconds, 1) for r in sorted(results, key=lambda r: r.task.index)]
+            ),
+            "seconds": round(seconds, 2),
+            "texts_per_second": round(embedded / seconds, 1) if seconds > 0 else 0.0,
+        }
+    )
+
+
+@graph_asset(
+    partitions_def=domain_partitions,
+    group_name="index",
+    kinds={"parquet", "numpy"},
+    ins={
+        "entity_split_docs": AssetIn(dagster_type=Nothing),
+        "enriched_entity_docs": AssetIn(dagster_type=Nothing),
+    },
+    description="The dense vectors of the per-entity KBs' distinct texts, in the vector cache, embedded in shards of "
+    "the domain (OPRAG_EMBED_SHARDS; steps side by side under a multiprocess or cluster executor) so the KB steps, "
+    "which write to the vector store one at a time, only write points. A text already in the cache (from any KB, "
+    "run or shard) is not embedded again; a killed run resumes from the vectors its shards flushed.",
+)
+def entity_doc_vectors(entity_split_docs, enriched_entity_docs):
+    tasks = plan_embedding(entity_split_docs=entity_split_docs, enriched_entity_docs=enriched_entity_docs)
+    return collect_embedding(tasks.map(embed_shard).collect())
+
+
 class EnrichedKbConfig(Config):
     dense: DenseMode = Field(
         default=_default_dense(),
@@ -282,7 +411,7 @@ class EnrichedKbConfig(Config):
     group_name="index",
     kinds={"qdrant"},
     **WAREHOUSE_STEP,
-    deps=["enriched_entity_docs"],
+    deps=["enriched_entity_docs", "entity_doc_vectors"],
     check_specs=[_count_check("enriched", "enriched_entity_docs")],
     description="O-RAG: one point per (document, entity), its text embedded with the opinion metadata in words, "
     "the same metadata as payload (entity, sentiment, intensity, impact, emotions, author attributes).",
@@ -302,7 +431,7 @@ def enriched_kb(
     group_name="index",
     kinds={"qdrant"},
     **WAREHOUSE_STEP,
-    deps=["entity_split_docs"],
+    deps=["entity_split_docs", "entity_doc_vectors"],
     check_specs=[_count_check("entity_split", "entity_split_docs")],
     description="Ablation: the same per-entity split as the enriched KB, embedded without opinion metadata.",
 )

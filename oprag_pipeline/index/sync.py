@@ -85,6 +85,12 @@ def dense_vectors(encoder: CachedDenseEncoder, points: Sequence[SourcePoint]) ->
     return out
 
 
+def dense_texts(point: SourcePoint) -> tuple[str, ...]:
+    """The texts `dense_vectors` asks the encoder for to give `point` its vector: its parts, or its whole text.
+    The embedding shards (`embed_shards.py`) embed exactly these ahead of the sync."""
+    return point.dense_parts if point.dense_parts is not None else (point.text,)
+
+
 def sparse_vectors(embedder: Any, texts: Sequence[str]) -> list:
     """BM25 vectors, each distinct text encoded once."""
     keys = text_keys(texts).view(np.dtype((np.void, 16))).ravel()

@@ -93,11 +93,12 @@ class VectorCache:
     def __len__(self) -> int:
         return sum(len(p.keys) for p in self._parts.values()) + len(self._pending)
 
-    def get(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(found mask (n,), vectors (n, dim)); rows not found are zero."""
+    def _locate(self, keys: np.ndarray) -> tuple[np.ndarray, list[tuple[_Part, np.ndarray, np.ndarray]]]:
+        """(found mask (n,), [(part, indices into `keys`, rows of the part)]) over the written parts; no vector is
+        read, so asking about millions of keys touches only the parts' small key arrays."""
         self.refresh()
         found = np.zeros(len(keys), dtype=bool)
-        out = np.zeros((len(keys), self.dim), dtype=np.float32)
+        hits: list[tuple[_Part, np.ndarray, np.ndarray]] = []
         for part in self._parts.values():
             todo = np.flatnonzero(~found)
             if not len(todo):
@@ -107,14 +108,33 @@ class VectorCache:
             # Almost always one candidate row per key (the high 64 bits differ); the loop covers the rest.
             single = np.flatnonzero((right - left == 1) & (part.keys[np.minimum(left, len(part.keys) - 1), 1]
                                                               == keys[todo, 1]))  # fmt: skip
-            out[todo[single]] = part.vectors[left[single]]
-            found[todo[single]] = True
+            indices, rows = list(todo[single]), list(left[single])
             for j in np.flatnonzero(right - left > 1):
                 for row in range(left[j], right[j]):
                     if part.keys[row, 1] == keys[todo[j], 1]:
-                        out[todo[j]] = part.vectors[row]
-                        found[todo[j]] = True
+                        indices.append(todo[j])
+                        rows.append(row)
                         break
+            if indices:
+                found[indices] = True
+                hits.append((part, np.asarray(indices, dtype=np.int64), np.asarray(rows, dtype=np.int64)))
+        return found, hits
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """(n,) bool: which keys have a vector (written or buffered), without reading any vector."""
+        found, _ = self._locate(keys)
+        if self._pending:
+            for i in np.flatnonzero(~found):
+                found[i] = keys[i].tobytes() in self._pending
+        return found
+
+    def get(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found mask (n,), vectors (n, dim)); rows not found are zero."""
+        found, hits = self._locate(keys)
+        out = np.zeros((len(keys), self.dim), dtype=np.float32)
+        for part, indices, rows in hits:
+            order = np.argsort(rows)  # memory-mapped rows read in file order
+            out[indices[order]] = part.vectors[rows[order]]
         if self._pending:
             for i in np.flatnonzero(~found):
                 hit = self._pending.get(keys[i].tobytes())

@@ -224,3 +224,20 @@ def test_the_document_tone_setting_reaches_the_offline_extractor(monkeypatch: py
     assert ExtractorResource(kind="offline", document_tone="read").build().review_tone is True
     with pytest.raises(ValueError, match="OPRAG_DOCUMENT_TONE must be one of read, ignore"):
         build_extractor("offline", document_tone="sometimes")
+
+
+def test_the_llm_teachers_offline_student_reads_the_tone_as_the_run_configures_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With OPRAG_ADAPT=llm the offline student extracts the corpus: the resource's field reaches it, over the
+    environment, as it reaches the offline extractor."""
+    from oprag_pipeline.enrich.ratings import _student
+    from oprag_pipeline.resources import ExtractorResource
+
+    monkeypatch.setenv("OPRAG_DOCUMENT_TONE", "read")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-" + "0" * 24)
+    teacher = ExtractorResource(kind="anthropic", adapt="llm", document_tone="ignore").build()
+    assert _student(teacher, "llm").review_tone is False
+    assert _student(ExtractorResource(kind="anthropic", adapt="llm").build(), "llm").review_tone is True
+    with pytest.raises(ValueError, match="OPRAG_DOCUMENT_TONE must be one of read, ignore"):
+        ExtractorResource(kind="anthropic", document_tone="sometimes").build()

@@ -28,6 +28,9 @@ def build_extractor(
     """The extractor `kind` names; every option left None takes its environment default (see `config.py`).
 
     `api_key` is the LLM extractors' key as the resource resolved it (never logged; None reads the environment)."""
+    tone = document_tone or config.value("OPRAG_DOCUMENT_TONE")
+    if tone not in TONE_CHOICES:
+        raise ValueError(f"OPRAG_DOCUMENT_TONE must be one of {', '.join(TONE_CHOICES)}, not {tone!r}")
     if kind == "offline":
         from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer
 
@@ -35,9 +38,6 @@ def build_extractor(
         scorer = offline_scorer or config.value("OPRAG_OFFLINE_SCORER")
         if scorer not in OFFLINE_SCORERS:
             raise ValueError(f"OPRAG_OFFLINE_SCORER must be 'model' or 'vader', not {scorer!r}")
-        tone = document_tone or config.value("OPRAG_DOCUMENT_TONE")
-        if tone not in TONE_CHOICES:
-            raise ValueError(f"OPRAG_DOCUMENT_TONE must be one of {', '.join(TONE_CHOICES)}, not {tone!r}")
         return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None, review_tone=tone == "read")
     options: dict[str, Any] = {"max_concurrency": max_concurrency}
     for name, chosen in (
@@ -51,13 +51,18 @@ def build_extractor(
     if kind in ("anthropic", "anthropic-batch"):
         from oprag_pipeline.enrich.llm import AnthropicBatchExtractor, AnthropicExtractor
 
-        return (AnthropicBatchExtractor if kind == "anthropic-batch" else AnthropicExtractor)(**options)
-    if kind == "openai-compatible":
+        engine: Any = (AnthropicBatchExtractor if kind == "anthropic-batch" else AnthropicExtractor)(**options)
+    elif kind == "openai-compatible":
         from oprag_pipeline.enrich.llm import OpenAICompatibleExtractor
 
         if base_url:
             options["base_url"] = base_url
         if openai_mode:
             options["mode"] = openai_mode
-        return OpenAICompatibleExtractor(**options)
-    raise ValueError(f"unknown extractor {kind!r}; choose one of {', '.join(EXTRACTORS)} (env OPRAG_EXTRACTOR)")
+        engine = OpenAICompatibleExtractor(**options)
+    else:
+        raise ValueError(f"unknown extractor {kind!r}; choose one of {', '.join(EXTRACTORS)} (env OPRAG_EXTRACTOR)")
+    # With OPRAG_ADAPT=llm this engine labels a sample and an offline student extracts the corpus
+    # (`ratings._student`): the student reads the document's tone as configured here.
+    engine.student_review_tone = tone == "read"
+    return engine

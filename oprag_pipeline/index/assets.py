@@ -311,11 +311,14 @@ def plan_embedding(
             with warehouse.get_connection() as conn:
                 rows = _export_entity_docs(conn, domain, path)
 
+            progress = Progress(f"{domain}: per-entity points planned", 2 * rows, context.log.info)
+
             def texts() -> Iterator[list[str]]:
                 for enriched in (False, True):  # the entity-split KB's texts, then the enriched KB's
                     points = _entity_points(path, domain, enriched=enriched, dense=dense)
                     for window in batched(points, EXPORT_BATCH_ROWS):
                         yield [text for point in window for text in dense_texts(point)]
+                        progress.advance(len(window), f"; {plan.cached:,} texts cached, {sum(plan.pending):,} to embed")
 
             embed_shards.write_plan(store, domain, embed_shards.pending_texts(texts(), encoder.cache, plan))
     finally:

@@ -17,14 +17,16 @@ batches of 10,000 as the pipeline's index assets stream theirs:
 Measured: upsert points/s (preparing the data is timed apart), index build (the final `optimize`: HNSW for Edge,
 nothing for the client; Edge also indexes while writing, see `_EDGE_OPTIMIZE_EVERY`), hybrid filtered query latency
 p50/p95 (sentiment = one value AND entity_id in 5 of 500: ~0.3% of points; query sources are a uniform sample of
-the points), unfiltered semantic p50, close, reopen, on-disk size, peak RSS (VmHWM, which also counts touched pages
-of memory-mapped files) with the sampled peaks of anonymous and file-backed memory, and the overlap of the two
-adapters' top-k lists (the client's local mode is exact, so this is also Edge's recall on these queries).
+the points), unfiltered semantic p50, segments after indexing, close, reopen, on-disk size, peak RSS (VmHWM, which
+also counts touched pages of memory-mapped files) with the sampled peaks of anonymous and file-backed memory, and the
+overlap of the two adapters' top-k lists (the client's local mode is exact, so this is also Edge's recall on these
+queries). `--adapters edge,edge-int8` compares Edge with and without an int8 copy of the dense vectors in RAM
+(`OPRAG_QDRANT_QUANTIZATION=int8`) and prints the overlap of their top-k lists.
 qdrant-client's local mode runs only up to 100k points, and each adapter stops querying once
 `--max-query-seconds` is spent (the count is printed).
 
     .venv/bin/python benchmarks/bench_vector_store.py [--points 10000 | --sizes 10000,100000] [--queries 200]
-        [--k 20] [--dim 384] [--dir FOLDER] [--max-query-seconds 300] [--adapters edge,client-local]
+        [--k 20] [--dim 384] [--dir FOLDER] [--max-query-seconds 300] [--adapters edge,edge-int8,client-local]
         [--corpus ../shared/data/tripadvisor_hotels/Texts [--sizes 10000,100000,250000,all]]
 
 The folder defaults to a temporary folder (the system temp dir) (`--dir` to choose; it is removed afterwards unless
@@ -57,6 +59,7 @@ sys.path.insert(0, str(ROOT))
 from oprag_pipeline.enrich.aspect_model import _SENTENCE_END as SENTENCE_END  # noqa: E402  (the extractor's splitter)
 from oprag_pipeline.index.vector_store import (  # noqa: E402
     ClientVectorStore,
+    CollectionOptions,
     EdgeVectorStore,
     IndexPoint,
     VectorStore,
@@ -269,6 +272,8 @@ class RssSampler:
 def open_adapter(adapter: str, folder: Path) -> VectorStore:
     if adapter == "edge":
         return EdgeVectorStore(folder, optimize_on_close=False)
+    if adapter == "edge-int8":  # OPRAG_QDRANT_QUANTIZATION=int8: an 8-bit copy of the dense vectors held in RAM
+        return EdgeVectorStore(folder, optimize_on_close=False, options=CollectionOptions(quantization="int8"))
     from qdrant_client import QdrantClient
 
     return ClientVectorStore(QdrantClient(path=str(folder)))
@@ -315,6 +320,8 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     store.optimize(COLLECTION)
     out["index_build_s"] = time.perf_counter() - start
     assert store.count(COLLECTION) == out["n"]
+    if isinstance(store, EdgeVectorStore):
+        out["segments"] = store.segment_count(COLLECTION)
 
     for q in queries[:3]:  # warm-up (page cache, lazily built structures)
         store.search(COLLECTION, dense=q["dense"], sparse=q["sparse"], k=args.k, mode="hybrid", filters=q["filters"])
@@ -408,6 +415,7 @@ ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("upsert s", "upsert_s", "{:.1f}", None),
     ("  (+ preparing data s)", "prepare_s", "{:.1f}", None),
     ("index build s", "index_build_s", "{:.1f}", None),
+    ("segments", "segments", "{}", None),
     ("hybrid+filter p50 ms", "hybrid_filtered_p50_ms", "{:.2f}", "time"),
     ("hybrid+filter p95 ms", "hybrid_filtered_p95_ms", "{:.2f}", "time"),
     ("queries run", "queries_run", "{:d}", None),
@@ -430,7 +438,7 @@ def report(n: int, runs: dict[str, dict[str, Any]], k: int) -> None:
     print(f"\n## N = {actual:,} points" + (" (the whole corpus)" if n == ALL else ""))
     print(f"{'':24}" + "".join(f"{name:>16}" for name in names) + (f"{'edge better by':>18}" if both else ""))
     for label, key, fmt, ratio in ROWS:
-        line = f"{label:24}" + "".join(f"{fmt.format(runs[name][key]):>16}" for name in names)
+        line = f"{label:24}" + "".join(f"{fmt.format(runs[name].get(key, '-')):>16}" for name in names)
         if both and ratio:
             e, c = runs["edge"][key], runs["client-local"][key]
             value = (c / e if e else float("inf")) if ratio == "time" else (e / c if c else float("inf"))
@@ -439,6 +447,9 @@ def report(n: int, runs: dict[str, dict[str, Any]], k: int) -> None:
     if both:
         agree = overlap(runs["edge"]["results"], runs["client-local"]["results"])
         print(f"top-{k} overlap, edge vs client: {agree:.3f} (local mode is exact: this is edge's recall here)")
+    if "edge" in runs and "edge-int8" in runs:
+        agree = overlap(runs["edge"]["results"], runs["edge-int8"]["results"])
+        print(f"top-{k} overlap, edge-int8 vs edge: {agree:.3f} (what the 8-bit copy changes in the answers)")
 
 
 def main() -> None:
@@ -459,7 +470,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the stores after the run")
     parser.add_argument("--max-query-seconds", type=float, default=300.0, help="per adapter and size")
     parser.add_argument("--adapters", type=str, default="edge,client-local")
-    parser.add_argument("--worker", choices=["edge", "client-local"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["edge", "edge-int8", "client-local"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=str, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -55,6 +55,17 @@ def test_targets_are_what_opinion_words_relate_to() -> None:
     assert phrases_in("We walked to the museum after lunch.") == []  # nouns, but nobody holds an opinion here
 
 
+def test_the_opinion_lexicon_is_built_once_and_cannot_be_changed_by_a_reader() -> None:
+    """Mining reads it for every sampled document; rebuilding it each time was most of the mining's cost."""
+    from oprag_pipeline.registry.candidates import opinion_lexicon
+
+    lexicon = opinion_lexicon()
+    assert lexicon is opinion_lexicon()
+    assert lexicon["great"] > 0 > lexicon["terrible"] and "the" not in lexicon
+    with pytest.raises(TypeError):
+        lexicon["spotless"] = 9.0  # type: ignore[index]
+
+
 def test_multi_word_targets_keep_their_words_and_link_their_head() -> None:
     docs = [(f"a{i}", "The battery life is amazing and the keyboard feels solid.") for i in range(3)]
     docs += [(f"b{i}", "Sadly the battery life was poor.") for i in range(2)]

@@ -84,5 +84,8 @@ def test_a_killed_shard_resumes_from_the_vectors_it_flushed(tmp_path: Path, embe
     assert sorted(counting.embedded) == sorted(TEXTS)  # every text through the encoder exactly once
     found, vectors = resumed.cache.get(text_keys(TEXTS))
     assert found.all()
-    np.testing.assert_allclose(vectors, embedder.embed_dense(TEXTS), atol=1e-6)
+    # exactly what the encoder returned for each text in its own batch (8-bit kernels follow the batch's shape, so
+    # a different batching of the same text agrees only to a cosine near 1)
+    np.testing.assert_array_equal(vectors, np.stack([counting.returned[t] for t in TEXTS]))
+    assert (vectors * embedder.embed_dense(TEXTS)).sum(1).min() > 0.9999
     resumed.close()

@@ -16,11 +16,14 @@ from oprag_pipeline.index.vector_store import EdgeVectorStore
 
 
 class CountingEmbedder:
-    """The real embedder, recording every text sent to the dense encoder; optionally failing on call `fail_on`."""
+    """The real embedder, recording every text sent to the dense encoder and the vector it returned (8-bit kernels
+    depend on the batch's shape, so only the returned vector is the exact one); optionally failing on call
+    `fail_on`."""
 
     def __init__(self, inner: OfflineEmbedder, fail_on: int | None = None) -> None:
         self.inner = inner
         self.calls: list[list[str]] = []
+        self.returned: dict[str, np.ndarray] = {}
         self.fail_on = fail_on
         self.model_name, self.is_offline_default, self.precision = inner.model_name, True, inner.precision
         self.dim = inner.dim
@@ -29,7 +32,9 @@ class CountingEmbedder:
         if self.fail_on is not None and len(self.calls) + 1 == self.fail_on:
             raise RuntimeError("step killed")
         self.calls.append(list(texts))
-        return self.inner.embed_dense(texts)
+        vectors = self.inner.embed_dense(texts)
+        self.returned.update(zip(texts, vectors, strict=True))
+        return vectors
 
     def embed_sparse(self, texts: Sequence[str]):
         return self.inner.embed_sparse(texts)

@@ -17,7 +17,8 @@ batches of 10,000 as the pipeline's index assets stream theirs:
 Measured: upsert points/s (preparing the data is timed apart), index build (the final `optimize`: HNSW for Edge,
 nothing for the client; Edge also indexes while writing, see `_EDGE_OPTIMIZE_EVERY`), hybrid filtered query latency
 p50/p95 (sentiment = one value AND entity_id in 5 of 500: ~0.3% of points; query sources are a uniform sample of
-the points), unfiltered semantic p50, segments after indexing, close, reopen, on-disk size, peak RSS (VmHWM, which
+the points), unfiltered semantic p50, segments after indexing, close, reopen and the first `--cold-queries` hybrid
+filtered queries after the store's files were evicted from the page cache (cold), on-disk size, peak RSS (VmHWM, which
 also counts touched pages of memory-mapped files) with the sampled peaks of anonymous and file-backed memory, and the
 overlap of the two adapters' top-k lists (the client's local mode is exact, so this is also Edge's recall on these
 queries). `--adapters edge,edge-int8` compares Edge with and without an int8 copy of the dense vectors in RAM
@@ -26,7 +27,8 @@ qdrant-client's local mode runs only up to 100k points, and each adapter stops q
 `--max-query-seconds` is spent (the count is printed).
 
     .venv/bin/python benchmarks/bench_vector_store.py [--points 10000 | --sizes 10000,100000] [--queries 200]
-        [--k 20] [--dim 384] [--dir FOLDER] [--max-query-seconds 300] [--adapters edge,edge-int8,client-local]
+        [--k 20] [--dim 384] [--dir FOLDER] [--max-query-seconds 300] [--cold-queries 50]
+        [--adapters edge,edge-int8,client-local]
         [--corpus ../shared/data/tripadvisor_hotels/Texts [--sizes 10000,100000,250000,all]]
 
 The folder defaults to a temporary folder (the system temp dir) (`--dir` to choose; it is removed afterwards unless
@@ -284,6 +286,32 @@ def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_blocks * 512 for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
+def cached_mb(folder: Path) -> float:
+    """MB of the folder's files resident in the page cache (`fincore`, util-linux), or NaN without it."""
+    files = [str(p) for p in folder.rglob("*") if p.is_file() and p.stat().st_size]
+    if not files or shutil.which("fincore") is None:
+        return float("nan")
+    proc = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", *files],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return sum(int(v) for v in proc.stdout.split() if v.isdigit()) / 1e6
+
+
+def evict_from_page_cache(folder: Path) -> float:
+    """Drop the store's files from the page cache (`posix_fadvise(DONTNEED)`: dropping the whole cache needs root,
+    which a benchmark should not ask for), so the next queries read from disk as after a reboot. Returns the MB
+    that were cached before; `cached_mb` after the call says what the kernel kept."""
+    before = cached_mb(folder)
+    for path in folder.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # dirty pages cannot be dropped
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    return before
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
@@ -352,10 +380,20 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     store.close()
     out["close_s"] = time.perf_counter() - start
+    out["cached_before_evict_mb"] = evict_from_page_cache(folder)
+    out["cached_after_evict_mb"] = cached_mb(folder)
     start = time.perf_counter()
     reopened = open_adapter(args.worker, folder)
     assert reopened.count(COLLECTION) == out["n"]
     out["reopen_s"] = time.perf_counter() - start
+    cold: list[float] = []
+    for q in queries[: args.cold_queries]:  # the first queries after the store's files left the page cache
+        start = time.perf_counter()
+        reopened.search(COLLECTION, dense=q["dense"], sparse=q["sparse"], k=args.k, mode="hybrid", filters=q["filters"])
+        cold.append((time.perf_counter() - start) * 1000)
+    out["cold_first_ms"] = cold[0] if cold else float("nan")
+    out["cold_p50_ms"] = percentile(cold, 50)
+    out["cold_p95_ms"] = percentile(cold, 95)
     reopened.close()
     out["disk_mb"] = folder_mb(folder)
     out["rss_peak_mb"] = rss_mb("VmHWM")
@@ -390,6 +428,8 @@ def run_one(adapter: str, n: int, args: argparse.Namespace, base: Path) -> dict[
         str(args.seed),
         "--max-query-seconds",
         str(args.max_query_seconds),
+        "--cold-queries",
+        str(args.cold_queries),
     ]
     if args.corpus:
         cmd += ["--corpus", str(args.corpus)]
@@ -422,7 +462,12 @@ ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("mean hits / query", "mean_hits", "{:.1f}", None),
     ("semantic p50 ms", "semantic_p50_ms", "{:.2f}", "time"),
     ("close s", "close_s", "{:.2f}", None),
-    ("reopen s", "reopen_s", "{:.2f}", "time"),
+    ("reopen s (cold)", "reopen_s", "{:.2f}", "time"),
+    ("  page cache MB, before", "cached_before_evict_mb", "{:.0f}", None),
+    ("  page cache MB, evicted", "cached_after_evict_mb", "{:.0f}", None),
+    ("cold first query ms", "cold_first_ms", "{:.1f}", "time"),
+    ("cold hybrid+filter p50 ms", "cold_p50_ms", "{:.2f}", "time"),
+    ("cold hybrid+filter p95 ms", "cold_p95_ms", "{:.2f}", "time"),
     ("disk MB", "disk_mb", "{:.0f}", None),
     ("RSS data MB", "rss_data_mb", "{:.0f}", None),
     ("RSS peak MB", "rss_peak_mb", "{:.0f}", "time"),
@@ -469,6 +514,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where stores are written (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the stores after the run")
     parser.add_argument("--max-query-seconds", type=float, default=300.0, help="per adapter and size")
+    parser.add_argument("--cold-queries", type=int, default=50, help="queries timed after evicting the page cache")
     parser.add_argument("--adapters", type=str, default="edge,client-local")
     parser.add_argument("--worker", choices=["edge", "edge-int8", "client-local"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)

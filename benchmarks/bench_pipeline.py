@@ -190,6 +190,58 @@ def composed_overlap(data_dir: Path, ks: tuple[int, ...] = (10, 20), max_docs: i
             overlaps.append(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in zip(top_joint, top, strict=True)]))
         figures = ", ".join(f"top-{k} overlap {o:.3f}" for k, o in zip(ks, overlaps, strict=True))
         print(f"  {label}: mean cosine to joint {cosine:.3f}; dense {figures}")
+    corrected_composition(variants["header + text"], joint, query, embedder, data_dir, ks)
+
+
+def _top_k_overlap(query, a, b, ks: tuple[int, ...]) -> str:
+    import numpy as np
+
+    top_a, top_b = np.argsort(-(query @ a.T), axis=1), np.argsort(-(query @ b.T), axis=1)
+    return ", ".join(
+        f"top-{k} {np.mean([len(set(x[:k]) & set(y[:k])) / k for x, y in zip(top_a, top_b, strict=True)]):.3f}"
+        for k in ks
+    )
+
+
+def corrected_composition(
+    parts, joint, query, embedder, data_dir: Path, ks: tuple[int, ...], fit_docs: int = 1_000
+) -> None:
+    """Whether a correction learnt from the corpus closes the composed vectors' gap to the joint ones: a ridge map
+    from the header's and the text's vectors (raw and token-weighted) to the joint vector, fitted on the joint
+    vectors of `fit_docs` documents (what embedding that sample jointly would cost a run) and judged on the others;
+    beside it, how far the same joint texts move between the 8-bit encoder and its exact fp32 variant, i.e. what
+    top-k overlap "the same KB" can be expected to reach."""
+    import numpy as np
+
+    from oprag_pipeline.index.assets import vector_cache_root
+    from oprag_pipeline.index.vector_cache import CachedDenseEncoder
+
+    if len(parts) < 2 * fit_docs:
+        print(f"  fitted correction: not measured (fewer than {2 * fit_docs:,} documents)")
+        return
+    encoder = CachedDenseEncoder(embedder, vector_cache_root(data_dir))
+    heads, texts = [h for h, _ in parts], [t for _, t in parts]
+    head_vectors, text_vectors = encoder.embed_dense(heads), encoder.embed_dense(texts)
+    head_pieces, text_pieces = encoder.token_counts(heads), encoder.token_counts(texts)
+    share = (head_pieces / (head_pieces + text_pieces))[:, None]  # the header's share of the word pieces
+    encoder.close()
+    features = np.hstack([head_vectors, text_vectors, share * head_vectors, (1 - share) * text_vectors])
+    order = np.random.default_rng(0).permutation(len(parts))
+    fit, held = order[:fit_docs], order[fit_docs:]
+    x = features[fit]
+    weights = np.linalg.solve(x.T @ x + 0.1 * np.eye(x.shape[1]), x.T @ joint[fit])
+    corrected = features[held] @ weights
+    corrected /= np.linalg.norm(corrected, axis=1, keepdims=True)
+    plain = share[held] * head_vectors[held] + (1 - share[held]) * text_vectors[held]
+    plain /= np.linalg.norm(plain, axis=1, keepdims=True)
+    print(f"  on the {len(held):,} documents not used to fit ({fit_docs:,} were): composed "
+          f"{_top_k_overlap(query, joint[held], plain, ks)}; with the fitted correction "
+          f"{_top_k_overlap(query, joint[held], corrected, ks)} (mean cosine "
+          f"{np.mean(np.sum(joint[held] * corrected, axis=1)):.3f})")  # fmt: skip
+    sample = held[:: max(1, len(held) // 2_000)][:2_000]
+    exact = embedder.embed_dense_query([heads[i] + texts[i] for i in sample])
+    print(f"  the same joint texts, 8-bit vs fp32 encoder ({len(sample):,} of them): "
+          f"{_top_k_overlap(query, joint[sample], exact, ks)}")  # fmt: skip
 
 
 def _percentiles(seconds: list[float]) -> str:

@@ -200,6 +200,16 @@ def test_server_collection_options_are_passed_through(tmp_path: Path, monkeypatc
     assert calls[0]["vectors_config"]["dense"].quantization_config.scalar.always_ram is True
     store.ensure_collection("t.raw_kb", 8)  # exists: not created again
     assert len(calls) == 1 and store.count("t.raw_kb") == 0
+    queries: list[dict] = []
+    real_query = client.query_points
+    monkeypatch.setattr(client, "query_points", lambda *a, **kw: queries.append(kw) or real_query(*a, **kw))
+    store.search("t.raw_kb", dense=np.ones(8), k=3, mode="semantic")
+    store.search("t.raw_kb", dense=np.ones(8), sparse=([1], [1.0]), k=3, mode="hybrid")
+    semantic, hybrid = queries
+    dense_prefetch, sparse_prefetch = hybrid["prefetch"]
+    for params in (semantic["search_params"], dense_prefetch.params):  # the server rescores the 8-bit preselection
+        assert params.quantization.rescore is True and params.quantization.oversampling > 1
+    assert sparse_prefetch.params is None
     store.close()
 
     monkeypatch.delenv("QDRANT_URL", raising=False)
@@ -214,11 +224,16 @@ def test_server_collection_options_are_passed_through(tmp_path: Path, monkeypatc
         CollectionOptions.from_env()
 
 
-def test_edge_with_int8_vectors_finds_the_same_neighbours(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_edge_with_int8_vectors_finds_the_same_neighbours(tmp_path: Path, seed: int) -> None:
+    """The 8-bit copy only preselects: every dense search rescores with the full vectors (`QUANTIZED_OVERSAMPLING`),
+    so at this size the int8 collection answers exactly as the float one. Ranked by the 8-bit scores alone, 3-4%
+    of these top-10 members differed."""
     from oprag_pipeline.index.vector_store import CollectionOptions, IndexPoint, point_uuid
 
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(seed)
     vectors = rng.normal(size=(400, 32)).astype(np.float32)
+    queries = rng.normal(size=(40, 32)).astype(np.float32)
     points = [
         IndexPoint(id=point_uuid(f"p{i}"), dense=v, sparse=([1], [1.0]), payload={"domain": "t"})
         for i, v in enumerate(vectors)
@@ -231,10 +246,9 @@ def test_edge_with_int8_vectors_finds_the_same_neighbours(tmp_path: Path) -> Non
             store.upsert("t.kb", points)
             store.optimize("t.kb")
             assert store.segment_count("t.kb") >= 1
-            results[quantization] = [[h.id for h in store.search("t.kb", dense=q, k=10, mode="semantic")]
-                                     for q in vectors[:20]]  # fmt: skip
-    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(results[None], results["int8"], strict=True)])
-    assert overlap >= 0.9  # rescoring with the full vectors keeps the int8 search's top-10 close to exact
+            results[quantization] = [{h.id for h in store.search("t.kb", dense=q, k=10, mode="semantic")}
+                                     for q in queries]  # fmt: skip
+    assert results["int8"] == results[None]
     assert "quantization" in (tmp_path / "int8" / "t.kb" / "edge_config.json").read_text().lower()
 
 

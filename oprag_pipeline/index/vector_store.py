@@ -118,6 +118,13 @@ RRF_K = 2
 """Reciprocal-rank-fusion constant: Qdrant's default, so the server adapter can send the plain RRF fusion query
 (understood by every server version) and still rank exactly as the Edge adapter, which has to pass k explicitly."""
 
+QUANTIZED_OVERSAMPLING = 2.0
+"""Dense searches of a collection with an 8-bit copy (`OPRAG_QDRANT_QUANTIZATION=int8`) preselect this many times
+the limit by the 8-bit scores and always rescore them with the full vectors. Left to the engine, Edge ranked by the
+8-bit scores alone: on 20,000 generated points, filtered hybrid top-20 agreed with the float answer on 0.986
+(1.000 with rescoring) and unfiltered semantic on 0.905 (0.932 with 2x oversampling; 3x gained nothing more). The
+parameters are sent with every dense search: a collection without a quantized copy ignores them."""
+
 POINT_NAMESPACE = uuid.UUID("5f0c43e4-4e0b-5d1a-9a51-6f7072616721")
 """uuid5 namespace of oprag point ids. Never change it: every stored point id is derived from it."""
 
@@ -442,6 +449,9 @@ class EdgeVectorStore:
         # engine's default, ~10 MB); tests lower it to exercise segment building on a few hundred points.
         self.indexing_threshold_kb = indexing_threshold_kb
         self.options = options or CollectionOptions.from_env()
+        self._dense_params = qdrant_edge.SearchParams(
+            quantization=qdrant_edge.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
+        )
         self._written_since_optimize: dict[str, int] = {}
         self._shards: dict[str, qdrant_edge.EdgeShard] = {}
         self._indexed: dict[str, dict[str, str]] = {}
@@ -638,11 +648,18 @@ class EdgeVectorStore:
                 if mode == "semantic"
                 else e.Query.Nearest(e.SparseVector(*sparse_q), using=SPARSE_VECTOR)
             )
-            request = e.QueryRequest(limit=k, query=one_list, filter=flt, with_payload=True, with_vector=wanted_vectors)
+            request = e.QueryRequest(
+                limit=k,
+                query=one_list,
+                filter=flt,
+                with_payload=True,
+                with_vector=wanted_vectors,
+                params=self._dense_params if mode == "semantic" else None,
+            )
         else:
             dense_query = e.Query.Nearest(dense_q, using=DENSE_VECTOR)
             limit = _prefetch_limit(k, prefetch_limit)
-            prefetches = [e.Prefetch(limit=limit, query=dense_query, filter=flt)]
+            prefetches = [e.Prefetch(limit=limit, query=dense_query, filter=flt, params=self._dense_params)]
             if sparse_q is not None:
                 sparse_query = e.Query.Nearest(e.SparseVector(*sparse_q), using=SPARSE_VECTOR)
                 prefetches.append(e.Prefetch(limit=limit, query=sparse_query, filter=flt))
@@ -730,6 +747,9 @@ class ClientVectorStore:
         self.client = client
         self.options = options or CollectionOptions.from_env()
         self._models = models
+        self._dense_params = models.SearchParams(
+            quantization=models.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
+        )
         options = client.init_options
         self._local = bool(options.get("path")) or options.get("location") == ":memory:"
         self._indexed: dict[str, dict[str, str]] = {}
@@ -897,13 +917,16 @@ class ClientVectorStore:
                     query=m.SparseVector(indices=sparse_q[0], values=sparse_q[1]) if sparse_one else dense_q,
                     using=SPARSE_VECTOR if sparse_one else DENSE_VECTOR,
                     query_filter=flt,
+                    search_params=None if sparse_one else self._dense_params,
                     limit=k,
                     with_payload=True,
                     with_vectors=wanted_vectors,
                 )
             else:
                 limit = _prefetch_limit(k, prefetch_limit)
-                prefetch = [m.Prefetch(query=dense_q, using=DENSE_VECTOR, limit=limit, filter=flt)]
+                prefetch = [
+                    m.Prefetch(query=dense_q, using=DENSE_VECTOR, limit=limit, filter=flt, params=self._dense_params)
+                ]
                 if sparse_q is not None:
                     sparse_vector = m.SparseVector(indices=sparse_q[0], values=sparse_q[1])
                     prefetch.append(m.Prefetch(query=sparse_vector, using=SPARSE_VECTOR, limit=limit, filter=flt))

@@ -22,7 +22,8 @@ filtered queries after the store's files were evicted from the page cache (cold)
 also counts touched pages of memory-mapped files) with the sampled peaks of anonymous and file-backed memory, and the
 overlap of the two adapters' top-k lists (the client's local mode is exact, so this is also Edge's recall on these
 queries). `--adapters edge,edge-int8` compares Edge with and without an int8 copy of the dense vectors in RAM
-(`OPRAG_QDRANT_QUANTIZATION=int8`) and prints the overlap of their top-k lists.
+(`OPRAG_QDRANT_QUANTIZATION=int8`) and prints the overlap of their top-k lists; `edge-int8` also runs its queries
+with the 8-bit copy ignored, a float baseline on the same segments.
 qdrant-client's local mode runs only up to 100k points, and each adapter stops querying once
 `--max-query-seconds` is spent (the count is printed).
 
@@ -316,6 +317,42 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 
 
+def float_on_the_same_segments(store: EdgeVectorStore, queries: list[dict[str, Any]], k: int) -> dict[str, Any]:
+    """The same queries on the same collection with its 8-bit copy used (rescored) and ignored (the float vectors
+    searched alone), each query both ways in alternating order so neither pass warms the cache for the other: a
+    float baseline on the very segments the int8 figures come from, without a second build of millions of
+    points."""
+    import qdrant_edge
+
+    params = {
+        "int8": store._dense_params,
+        "ignored": qdrant_edge.SearchParams(quantization=qdrant_edge.QuantizationSearchParams(ignore=True)),
+    }
+    timings: dict[str, dict[str, list[float]]] = {way: {"hybrid": [], "semantic": []} for way in params}
+    answers: dict[str, list[list[str]]] = {way: [] for way in params}
+    try:
+        for i, q in enumerate(queries):
+            for way in list(params)[:: 1 if i % 2 == 0 else -1]:
+                store._dense_params = params[way]
+                start = time.perf_counter()
+                hits = store.search(COLLECTION, dense=q["dense"], sparse=q["sparse"], k=k, mode="hybrid",
+                                    filters=q["filters"])  # fmt: skip
+                timings[way]["hybrid"].append((time.perf_counter() - start) * 1000)
+                answers[way].append([h.id for h in hits])
+                if i < 50:
+                    start = time.perf_counter()
+                    store.search(COLLECTION, dense=q["dense"], k=k, mode="semantic")
+                    timings[way]["semantic"].append((time.perf_counter() - start) * 1000)
+    finally:
+        store._dense_params = params["int8"]
+    out: dict[str, Any] = {"paired_overlap": overlap(answers["int8"], answers["ignored"])}
+    for way, t in timings.items():
+        out[f"paired_{way}_p50_ms"] = percentile(t["hybrid"], 50)
+        out[f"paired_{way}_p95_ms"] = percentile(t["hybrid"], 95)
+        out[f"paired_{way}_semantic_p50_ms"] = percentile(t["semantic"], 50)
+    return out
+
+
 def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     sampler = RssSampler()
     folder = Path(args.folder)
@@ -376,6 +413,8 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         semantic.append((time.perf_counter() - start) * 1000)
     out["semantic_p50_ms"] = percentile(semantic, 50)
     out["results"] = results
+    if args.worker == "edge-int8":
+        out.update(float_on_the_same_segments(store, queries[: len(latencies)], args.k))
 
     start = time.perf_counter()
     store.close()
@@ -461,6 +500,13 @@ ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("queries run", "queries_run", "{:d}", None),
     ("mean hits / query", "mean_hits", "{:.1f}", None),
     ("semantic p50 ms", "semantic_p50_ms", "{:.2f}", "time"),
+    ("paired, int8: p50 ms", "paired_int8_p50_ms", "{:.2f}", None),
+    ("  p95 ms", "paired_int8_p95_ms", "{:.2f}", None),
+    ("  semantic p50 ms", "paired_int8_semantic_p50_ms", "{:.2f}", None),
+    ("paired, copy ignored: p50", "paired_ignored_p50_ms", "{:.2f}", None),
+    ("  p95 ms", "paired_ignored_p95_ms", "{:.2f}", None),
+    ("  semantic p50 ms", "paired_ignored_semantic_p50_ms", "{:.2f}", None),
+    ("  top-k overlap of the two", "paired_overlap", "{:.3f}", None),
     ("close s", "close_s", "{:.2f}", None),
     ("reopen s (cold)", "reopen_s", "{:.2f}", "time"),
     ("  page cache MB, before", "cached_before_evict_mb", "{:.0f}", None),

@@ -325,7 +325,7 @@ def float_on_the_same_segments(store: EdgeVectorStore, queries: list[dict[str, A
     import qdrant_edge
 
     params = {
-        "int8": store._dense_params,
+        "int8": store.dense_search_params,
         "ignored": qdrant_edge.SearchParams(quantization=qdrant_edge.QuantizationSearchParams(ignore=True)),
     }
     timings: dict[str, dict[str, list[float]]] = {way: {"hybrid": [], "semantic": []} for way in params}
@@ -333,7 +333,7 @@ def float_on_the_same_segments(store: EdgeVectorStore, queries: list[dict[str, A
     try:
         for i, q in enumerate(queries):
             for way in list(params)[:: 1 if i % 2 == 0 else -1]:
-                store._dense_params = params[way]
+                store.dense_search_params = params[way]
                 start = time.perf_counter()
                 hits = store.search(COLLECTION, dense=q["dense"], sparse=q["sparse"], k=k, mode="hybrid",
                                     filters=q["filters"])  # fmt: skip
@@ -344,7 +344,7 @@ def float_on_the_same_segments(store: EdgeVectorStore, queries: list[dict[str, A
                     store.search(COLLECTION, dense=q["dense"], k=k, mode="semantic")
                     timings[way]["semantic"].append((time.perf_counter() - start) * 1000)
     finally:
-        store._dense_params = params["int8"]
+        store.dense_search_params = params["int8"]
     out: dict[str, Any] = {"paired_overlap": overlap(answers["int8"], answers["ignored"])}
     for way, t in timings.items():
         out[f"paired_{way}_p50_ms"] = percentile(t["hybrid"], 50)

@@ -449,7 +449,8 @@ class EdgeVectorStore:
         # engine's default, ~10 MB); tests lower it to exercise segment building on a few hundred points.
         self.indexing_threshold_kb = indexing_threshold_kb
         self.options = options or CollectionOptions.from_env()
-        self._dense_params = qdrant_edge.SearchParams(
+        # Sent with every dense search (see QUANTIZED_OVERSAMPLING); a benchmark swaps it to compare the float search.
+        self.dense_search_params = qdrant_edge.SearchParams(
             quantization=qdrant_edge.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
         )
         self._written_since_optimize: dict[str, int] = {}
@@ -654,12 +655,12 @@ class EdgeVectorStore:
                 filter=flt,
                 with_payload=True,
                 with_vector=wanted_vectors,
-                params=self._dense_params if mode == "semantic" else None,
+                params=self.dense_search_params if mode == "semantic" else None,
             )
         else:
             dense_query = e.Query.Nearest(dense_q, using=DENSE_VECTOR)
             limit = _prefetch_limit(k, prefetch_limit)
-            prefetches = [e.Prefetch(limit=limit, query=dense_query, filter=flt, params=self._dense_params)]
+            prefetches = [e.Prefetch(limit=limit, query=dense_query, filter=flt, params=self.dense_search_params)]
             if sparse_q is not None:
                 sparse_query = e.Query.Nearest(e.SparseVector(*sparse_q), using=SPARSE_VECTOR)
                 prefetches.append(e.Prefetch(limit=limit, query=sparse_query, filter=flt))
@@ -747,7 +748,7 @@ class ClientVectorStore:
         self.client = client
         self.options = options or CollectionOptions.from_env()
         self._models = models
-        self._dense_params = models.SearchParams(
+        self.dense_search_params = models.SearchParams(
             quantization=models.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
         )
         options = client.init_options
@@ -917,7 +918,7 @@ class ClientVectorStore:
                     query=m.SparseVector(indices=sparse_q[0], values=sparse_q[1]) if sparse_one else dense_q,
                     using=SPARSE_VECTOR if sparse_one else DENSE_VECTOR,
                     query_filter=flt,
-                    search_params=None if sparse_one else self._dense_params,
+                    search_params=None if sparse_one else self.dense_search_params,
                     limit=k,
                     with_payload=True,
                     with_vectors=wanted_vectors,
@@ -925,7 +926,7 @@ class ClientVectorStore:
             else:
                 limit = _prefetch_limit(k, prefetch_limit)
                 prefetch = [
-                    m.Prefetch(query=dense_q, using=DENSE_VECTOR, limit=limit, filter=flt, params=self._dense_params)
+                    m.Prefetch(query=dense_q, using=DENSE_VECTOR, limit=limit, filter=flt, params=self.dense_search_params)
                 ]
                 if sparse_q is not None:
                     sparse_vector = m.SparseVector(indices=sparse_q[0], values=sparse_q[1])

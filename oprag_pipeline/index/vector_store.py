@@ -925,9 +925,8 @@ class ClientVectorStore:
                 )
             else:
                 limit = _prefetch_limit(k, prefetch_limit)
-                prefetch = [
-                    m.Prefetch(query=dense_q, using=DENSE_VECTOR, limit=limit, filter=flt, params=self.dense_search_params)
-                ]
+                params = self.dense_search_params
+                prefetch = [m.Prefetch(query=dense_q, using=DENSE_VECTOR, limit=limit, filter=flt, params=params)]
                 if sparse_q is not None:
                     sparse_vector = m.SparseVector(indices=sparse_q[0], values=sparse_q[1])
                     prefetch.append(m.Prefetch(query=sparse_vector, using=SPARSE_VECTOR, limit=limit, filter=flt))

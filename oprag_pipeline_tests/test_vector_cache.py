@@ -204,12 +204,15 @@ def test_server_collection_options_are_passed_through(tmp_path: Path, monkeypatc
     real_query = client.query_points
     monkeypatch.setattr(client, "query_points", lambda *a, **kw: queries.append(kw) or real_query(*a, **kw))
     store.search("t.raw_kb", dense=np.ones(8), k=3, mode="semantic")
-    store.search("t.raw_kb", dense=np.ones(8), sparse=([1], [1.0]), k=3, mode="hybrid")
+    store.search("t.raw_kb", dense=np.ones(8), sparse=([1], [1.0]), k=3, mode="hybrid", filters={"sentiment": "x"})
     semantic, hybrid = queries
     dense_prefetch, sparse_prefetch = hybrid["prefetch"]
     for params in (semantic["search_params"], dense_prefetch.params):  # the server rescores the 8-bit preselection
         assert params.quantization.rescore is True and params.quantization.oversampling > 1
     assert sparse_prefetch.params is None
+    # the filter is applied once, on each prefetch; repeated on the fusion it slowed filtered search down
+    assert dense_prefetch.filter == sparse_prefetch.filter and dense_prefetch.filter.must[0].key == "sentiment"
+    assert hybrid["query_filter"] is None
     store.close()
 
     monkeypatch.delenv("QDRANT_URL", raising=False)

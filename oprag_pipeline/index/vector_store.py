@@ -25,6 +25,9 @@ index lives:
   itself, see `retrieval.reciprocal_rank_fusion`); hybrid = a dense prefetch and a sparse prefetch, each under the
   same filter, fused by reciprocal rank fusion in the engine with k = 2 (Qdrant's default constant), so a hit's
   score is the sum over prefetches of 1 / (rank0 + 2);
+* in hybrid mode the filter goes on the two prefetches only, not again on the fusion: every fused candidate
+  already passed it, and the repeat cost Edge about 3% (2.48M points in 50 segments, three runs of 400 queries
+  alternating both ways: p50 12.9-13.4 -> 12.3-13.1 ms, the same fused scores);
 * filters are exact matches, AND-ed: a scalar value is a match, a list value is "match any" (an empty list matches
   nothing).
 
@@ -668,7 +671,7 @@ class EdgeVectorStore:
                 limit=k,
                 prefetches=prefetches,
                 query=e.Fusion.Rrf(k=RRF_K),
-                filter=flt,
+                filter=None,  # only the prefetches filter (module docstring)
                 with_payload=True,
                 with_vector=wanted_vectors,
             )
@@ -934,7 +937,7 @@ class ClientVectorStore:
                     name,
                     prefetch=prefetch,
                     query=m.FusionQuery(fusion=m.Fusion.RRF),  # k = 2, Qdrant's default (= RRF_K)
-                    query_filter=flt,
+                    query_filter=None,  # only the prefetches filter (module docstring)
                     limit=k,
                     with_payload=True,
                     with_vectors=wanted_vectors,

@@ -278,11 +278,12 @@ def read_memd(path: Path) -> list[tuple[str, list[tuple[int, int]], list[tuple[i
     return rows
 
 
-def read_tripadvisor(folder: Path, n_files: int, seed: int = 7) -> list[tuple[str, list[int]]]:
-    """(text, ratings) for the reviews of a deterministic sample of hotel files."""
+def read_tripadvisor(folder: Path, n_files: int, seed: int = 7, first: int = 0) -> list[tuple[str, list[int]]]:
+    """(text, ratings) for the reviews of a deterministic sample of hotel files (``first`` files of the shuffle
+    skipped)."""
     files = sorted(folder.glob("*.txt"))
     random.Random(seed).shuffle(files)
-    return [review for f in files[:n_files] for review in read_tripadvisor_file(f)]
+    return [review for f in files[first : first + n_files] for review in read_tripadvisor_file(f)]
 
 
 def rated_entities() -> list[RegistryEntity]:
@@ -629,16 +630,21 @@ def read_tripadvisor_file(path: Path) -> list[tuple[str, list[int]]]:
 
 
 def tripadvisor_section(
-    args: argparse.Namespace, extractors: dict[str, OfflineExtractor], header: bool = True, note: str = ""
+    args: argparse.Namespace,
+    extractors: dict[str, OfflineExtractor],
+    header: bool = True,
+    note: str = "",
+    first_file: int = 0,
 ) -> None:
     if not args.tripadvisor.exists():
         print(f"TripAdvisor absent at {args.tripadvisor}: skipped")
         return
-    reviews = read_tripadvisor(args.tripadvisor, args.hotels)[: args.ta_reviews]
+    reviews = read_tripadvisor(args.tripadvisor, args.hotels, first=first_file)[: args.ta_reviews]
     documents = [DocumentInput(doc_id=str(i), text=t, content_hash=str(i)) for i, (t, _) in enumerate(reviews)]
     entities = rated_entities()
     if header:
-        print(f"TripAdvisor: {len(reviews)} reviews of {args.hotels} hotel files (seed 7); rated aspects as entities")
+        which = f"files {first_file}-{first_file + args.hotels - 1} of the seed-7 shuffle"
+        print(f"TripAdvisor: {len(reviews)} reviews of {args.hotels} hotel files ({which}); rated aspects as entities")
     if header:
         print(
             f"  {'scorer':8s} {'pairs':>6s} {'agree':>6s} {'neutral':>8s} {'commit-P':>9s} {'σ-pairs':>8s} "
@@ -664,6 +670,51 @@ def tripadvisor_section(
             f"  {name:8s} {len(h):6d} {h.mean():6.3f} {nt.mean():8.3f} {h[~nt].mean():9.3f} {len(stars):8d} "
             f"{spearman(stars, sigma):11.3f} {spearman(stars, sign):10.3f}{note}"
         )
+
+
+def intensity_section(args: argparse.Namespace, model: AspectSentimentModel) -> None:
+    """Intensity levels learnt from the corpus's own ratings (`ratings.fit_intensity_from_ratings`, as the pipeline
+    fits them: per-aspect stars, the pipeline's rule for which rating labels which mention, 2,000 sampled mentions)
+    on hotels of the rating-adaptation section, judged on the evaluation hotels of section 4 and on 20 hotels no
+    section fits anything on (the next files of the same shuffle)."""
+    from oprag_pipeline.config import INTENSITY_SAMPLE_MENTIONS
+    from oprag_pipeline.enrich.ratings import document_rated_mentions, fit_intensity_from_ratings
+    from oprag_pipeline.registry.matching import AliasMatcher
+
+    if not args.tripadvisor.exists():
+        print(f"TripAdvisor absent at {args.tripadvisor}: intensity skipped")
+        return
+    reviews = read_tripadvisor(args.tripadvisor, args.hotels, first=args.hotels)
+    random.Random(0).shuffle(reviews)
+    entities = rated_entities()
+    matcher = AliasMatcher(entities)
+    mentions = []
+    for i, (text, rating) in enumerate(reviews):
+        extra = {f"rating_{aspect}": rating[column] for aspect, column in RATING_COLUMN.items() if rating[column] >= 1}
+        found, _ = document_rated_mentions(
+            str(i), text, None, extra, matcher, {e.entity_id: [e.entity_id] for e in entities}
+        )
+        mentions += found
+        if len(mentions) >= INTENSITY_SAMPLE_MENTIONS:
+            break
+    model._cache.clear()
+    base = OfflineExtractor(scorer=model)
+    t = time.perf_counter()
+    calibration, opinions, skipped = fit_intensity_from_ratings(base, mentions[:INTENSITY_SAMPLE_MENTIONS], entities)
+    took = time.perf_counter() - t
+    if calibration is None:
+        print(f"intensity from ratings: skipped ({skipped})")
+        return
+    sizes = {
+        side: getattr(calibration, side).size if getattr(calibration, side) else 0 for side in ("positive", "negative")
+    }
+    print(
+        f"intensity levels learnt from the ratings of {args.hotels} other hotels ({opinions} rated opinions: "
+        f"{sizes['positive']} positive, {sizes['negative']} negative; {took:.0f} s), judged on:"
+    )
+    learnt = OfflineExtractor(scorer=model, intensity_calibration=calibration)
+    for first in (0, 2 * args.hotels):
+        tripadvisor_section(args, {"cues": base, "learnt": learnt}, header=True, first_file=first)
 
 
 def precision_variants(args: argparse.Namespace) -> dict[str, BatchedModel]:
@@ -795,7 +846,17 @@ def main() -> None:
         "--skip",
         nargs="*",
         default=[],
-        choices=["mams", "memd", "adaptation", "tripadvisor", "ratings", "self", "quantisation", "throughput"],
+        choices=[
+            "mams",
+            "memd",
+            "adaptation",
+            "tripadvisor",
+            "ratings",
+            "intensity",
+            "self",
+            "quantisation",
+            "throughput",
+        ],
     )
     ap.add_argument(
         "--candidate",
@@ -831,6 +892,8 @@ def main() -> None:
         tripadvisor_section(args, extractors)
     if "ratings" not in args.skip:
         rating_adaptation_section(args, new)
+    if "intensity" not in args.skip:
+        intensity_section(args, new)
     if "self" not in args.skip:
         self_training_section(args, new)
     variants = {}

@@ -21,7 +21,7 @@ Figures (targets in brackets):
    whole `*opinions` selection are timed against the full run, and `extracted_this_run` must equal the additions.
 
     .venv/bin/python benchmarks/bench_enrich.py [--hotels 30] [--demo-docs 2000] [--work DIR] [--skip-vader]
-        [--adapt-column] [--unadapted-column]
+        [--adapt-column] [--unadapted-column] [--tone-ignored-column] [--cue-intensity-column]
 
 `--adapt-column` adds a column, the offline model adapted to each domain from its own ratings
 (`OPRAG_ADAPT=ratings`, enrich/ratings.py); `--unadapted-column` one with the model as shipped (`OPRAG_ADAPT=none`).
@@ -96,6 +96,7 @@ class Column:
     errors: list[str] = field(default_factory=list)
     adapt: str = "self"  # value of OPRAG_ADAPT (enrich/ratings.py)
     tone: str = "read"  # value of OPRAG_DOCUMENT_TONE (enrich/offline.py, review_tone)
+    intensity: str = "ratings"  # value of OPRAG_INTENSITY (enrich/intensity.py)
 
 
 @dataclass
@@ -124,11 +125,13 @@ def child_env(column: Column, models: Path) -> dict[str, str]:
             "OPRAG_EXTRACT_BATCH_SIZE",
             "OPRAG_ADAPT",
             "OPRAG_DOCUMENT_TONE",
+            "OPRAG_INTENSITY",
         }
     }
     env.update({"OPRAG_EXTRACTOR": "offline", "OPRAG_OFFLINE_SCORER": column.scorer, "OPRAG_MODEL_DIR": str(models)})
     env["OPRAG_ADAPT"] = column.adapt
     env["OPRAG_DOCUMENT_TONE"] = column.tone
+    env["OPRAG_INTENSITY"] = column.intensity
     env.setdefault("TQDM_DISABLE", "1")
     return env
 
@@ -811,6 +814,12 @@ def main() -> int:
         "document (OPRAG_DOCUMENT_TONE=ignore).",
     )
     parser.add_argument(
+        "--cue-intensity-column",
+        action="store_true",
+        help="Add a column: intensity from the cue rule only, not learnt from the domain's ratings "
+        "(OPRAG_INTENSITY=cues).",
+    )
+    parser.add_argument(
         "--offline-scorer",
         choices=("auto", "model", "vader"),
         default="auto",
@@ -850,6 +859,8 @@ def main() -> int:
         columns.append(Column("adapted", "offline+ratings", scorer, work / "adapted", adapt="ratings"))
     if args.tone_ignored_column:
         columns.append(Column("tone-ignored", "offline, tone ignored", scorer, work / "tone-ignored", tone="ignore"))
+    if args.cue_intensity_column:
+        columns.append(Column("cue-intensity", "offline, cue intensity", scorer, work / "cues", intensity="cues"))
     if args.unadapted_column and scorer == "model":
         columns.append(Column("unadapted", "offline, unadapted", scorer, work / "unadapted", adapt="none"))
     if not args.skip_vader:

@@ -85,6 +85,11 @@ under the offsets' unit Gaussian prior a handful of labels would move them by no
 SAMPLE_MENTIONS = 1000
 """Mentions sampled (self-training keeps those the lexicon agrees with, about 65-85%): the rating curve was flat
 from 100 to 1,000, and scoring 1,000 mentions costs about 10 s on 2 cores."""
+INTENSITY_SAMPLE_MENTIONS = 2000
+"""Rated mentions sampled to learn intensity levels (`enrich/intensity.py`): a regression per polarity on 14 features
+needs more than the three offsets do. bench_aspect_model (TripAdvisor, fitted on 20 hotels, judged on 40 others):
+Spearman sigma vs stars rose from 1,000 to 2,000 mentions on both judged sets (4,000: one up, one down); extracting
+2,000 mentions' documents costs about 7 s on 2 cores."""
 
 RESOURCE_KEYS = ("paths", "warehouse", "embedder", "vector_store", "extractor")
 """The keys of `resources.build_resources()`; any other `field` owner is an asset with run config."""
@@ -144,6 +149,12 @@ VARIABLES: tuple[Variable, ...] = (
              "it one intensity level lower (a concession); `ignore` reads each opinion from its own sentences alone "
              "(as sentence-level labels do)",
              default="read", choices=("read", "ignore"), field="extractor.document_tone"),
+    Variable("OPRAG_INTENSITY", "str",
+             "where the offline extractor's intensity levels come from: `ratings` learns them during adaptation "
+             "from the domain's own star ratings (per-aspect, or overall where a document names one entity) when "
+             "enough rated opinions exist, and keeps the cue rule otherwise; `cues` always uses the cue rule "
+             "(intensifiers, extreme words, VADER valence, the model's confidence)",
+             default="ratings", choices=("ratings", "cues"), field="extractor.intensity"),
     Variable("OPRAG_LLM_TIMEOUT", "float", "seconds per request of the LLM extractors", default=60.0, minimum=0,
              field="extractor.timeout", check="always"),
     Variable("OPRAG_LLM_BATCH_WAIT", "float",

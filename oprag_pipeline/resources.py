@@ -181,6 +181,12 @@ class ExtractorResource(ConfigurableResource):
         "held one level lower), or reads each opinion from its own sentences alone (unset: env "
         "OPRAG_DOCUMENT_TONE, else read).",
     )
+    intensity: str | None = Field(
+        default=None,
+        description="ratings | cues: learn the offline extractor's intensity levels from the domain's own star "
+        "ratings when it has enough rated opinions (during adaptation; the cue rule otherwise), or always use the "
+        "cue rule (unset: env OPRAG_INTENSITY, else ratings).",
+    )
     timeout: float | None = Field(
         default=None, gt=0, description="Seconds per LLM request (unset: env OPRAG_LLM_TIMEOUT, else 60)."
     )
@@ -215,6 +221,14 @@ class ExtractorResource(ConfigurableResource):
     adapt_min_mentions: int = Field(
         default=config.MIN_RATED_MENTIONS, description="Fewer labelled mentions than this: adaptation is skipped."
     )
+
+    def intensity_source(self) -> str:
+        """Where intensity levels come from (`enrich/ratings.py` `INTENSITY_SOURCES`): the field, else the env."""
+        source = self.intensity or config.value("OPRAG_INTENSITY")
+        choices = config.declared("OPRAG_INTENSITY").choices
+        if source not in choices:
+            raise ValueError(f"OPRAG_INTENSITY must be one of {', '.join(choices)}, not {source!r}")
+        return source
 
     def build(self):
         from oprag_pipeline.enrich.factory import build_extractor
@@ -307,6 +321,7 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
             shard_uri=config.value_or_none("OPRAG_SHARD_URI"),
             offline_scorer=config.value_or_none("OPRAG_OFFLINE_SCORER"),
             document_tone=config.value_or_none("OPRAG_DOCUMENT_TONE"),
+            intensity=config.value_or_none("OPRAG_INTENSITY"),
             timeout=config.value_or_none("OPRAG_LLM_TIMEOUT"),
             api_key=_secret(_KIND_SECRETS[kind]) if kind in _KIND_SECRETS else None,
             **by_kind,

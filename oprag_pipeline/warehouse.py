@@ -123,8 +123,9 @@ TABLES: dict[str, str] = {
     "extractor_adaptations": """
         domain VARCHAR NOT NULL, registry_version INTEGER NOT NULL, extractor VARCHAR NOT NULL,
         base_version VARCHAR NOT NULL, adapted_version VARCHAR NOT NULL, method VARCHAR NOT NULL,
-        offsets JSON NOT NULL, sample_size INTEGER NOT NULL, label_counts JSON NOT NULL, source_counts JSON NOT NULL,
-        run_id VARCHAR, fitted_at TIMESTAMP NOT NULL, residual_head JSON
+        offsets JSON, sample_size INTEGER NOT NULL, label_counts JSON NOT NULL, source_counts JSON NOT NULL,
+        run_id VARCHAR, fitted_at TIMESTAMP NOT NULL, residual_head JSON, intensity_source VARCHAR,
+        intensity_calibration JSON, intensity_opinions INTEGER
     """,
     # index (index/assets.py)
     "raw_chunks": """

@@ -112,6 +112,7 @@ def test_declared_choices_and_defaults_match_the_code_that_uses_them() -> None:
     assert config.declared("OPRAG_ANTHROPIC_MODEL").default == llm.DEFAULT_ANTHROPIC_MODEL
     assert llm.DEFAULT_OPENAI_BASE_URL in config.declared("OPRAG_OPENAI_BASE_URL").default_text()
     assert config.declared("OPRAG_ADAPT").choices == ratings.ADAPT_MODES
+    assert config.declared("OPRAG_INTENSITY").choices == ratings.INTENSITY_SOURCES
     assert config.declared("OPRAG_ENRICHED_DENSE").choices == get_args(index_assets.DenseMode)
     assert config.declared("OPRAG_DEVICE").choices == accelerators.DEVICES
     assert config.declared("OPRAG_EXTRACTOR").choices == factory.EXTRACTORS

@@ -97,7 +97,7 @@ def write_domain(raw: Path, docs: int) -> None:
             roll = rng.random()
             if roll < 0.7:
                 parts.append(rng.choice(MILD[aspect]))
-                extra[f"rating_{aspect}"] = rng.choice([4, 5, 5])
+                extra[f"rating_{aspect}"] = 4
             elif roll < 0.85:
                 parts.append(STRONG[aspect][0])
                 extra[f"rating_{aspect}"] = 5
@@ -112,9 +112,9 @@ def write_domain(raw: Path, docs: int) -> None:
     (raw / "_rated_aspects.json").write_text(json.dumps(ASPECTS))
 
 
-def run(data_dir: Path, instance: DagsterInstance, adapt: str) -> dict:
+def run(data_dir: Path, instance: DagsterInstance, adapt: str, intensity: str | None = None) -> dict:
     resources = build_resources(data_dir)
-    resources["extractor"] = ExtractorResource(kind="offline", adapt=adapt)
+    resources["extractor"] = ExtractorResource(kind="offline", adapt=adapt, intensity=intensity)
     result = materialize(
         ALL_ASSETS,
         partition_key="laptops",
@@ -125,6 +125,22 @@ def run(data_dir: Path, instance: DagsterInstance, adapt: str) -> dict:
     assert result.success
     (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key.to_user_string() == "opinions"]
     return {k: v.value for k, v in event.step_materialization_data.materialization.metadata.items()}
+
+
+def intensities(data_dir: Path) -> dict[str, list[str]]:
+    """The intensity levels of positive opinions about the screen, by how the reviews word it (mild or strong)."""
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        rows = conn.execute(
+            """SELECT evidence_text, intensity FROM opinions
+               WHERE domain = 'laptops' AND entity_name = 'screen' AND sentiment = 'positive'"""
+        ).fetchall()
+    out: dict[str, list[str]] = {"mild": [], "strong": []}
+    for text, level in rows:
+        if STRONG["screen"][0] in text.lower():
+            out["strong"].append(level)
+        elif any(m in text.lower() for m in MILD["screen"]):
+            out["mild"].append(level)
+    return out
 
 
 def opinions_table(data_dir: Path) -> dict[tuple[str, str], str]:
@@ -154,6 +170,8 @@ def test_adaptation_from_ratings_end_to_end(tmp_path: Path, monkeypatch: pytest.
             )
         )
         grown = run(data_dir, instance, "ratings")
+        levels = intensities(data_dir)
+        cues_only = run(data_dir, instance, "ratings", intensity="cues")
 
     assert plain["extracted_this_run"] == docs and "adapt_offsets" not in plain
     names = {e for _, e in before}
@@ -175,11 +193,28 @@ def test_adaptation_from_ratings_end_to_end(tmp_path: Path, monkeypatch: pytest.
     # documents added later are extracted by the same adapted model, and only they are
     assert grown["adapt_reused"] and grown["extractor"] == adapted["extractor"]
     assert grown["extracted_this_run"] == 3 and grown["cached"] == docs
+    # intensity levels were learnt from the same ratings (OPRAG_INTENSITY defaults to ratings), are part of the
+    # version, and are read back with the offsets; the reviews' strong praise ("gorgeous", rated 5) comes out high
+    # far more often than their mild wording (rated 4 or 5 at random)
+    assert adapted["adapt_intensity"].startswith("learnt from") and "+intensity-" in adapted["extractor"]
+    assert again["adapt_intensity"] == adapted["adapt_intensity"]
+    high = {kind: found.count("high") / len(found) for kind, found in levels.items()}
+    assert len(levels["strong"]) >= 10 and len(levels["mild"]) >= 30, levels
+    assert high["strong"] > high["mild"] + 0.3, high
+    # with OPRAG_INTENSITY=cues the same offsets are fitted, but the cue rule's levels: another version
+    assert "adapt_intensity" not in cues_only and "+intensity-" not in cues_only["extractor"]
+    assert cues_only["adapt_offsets"] == offsets and cues_only["extracted_this_run"] == docs + 3
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
         stored = conn.execute(
             """SELECT adapted_version, offsets, sample_size, residual_head FROM extractor_adaptations
-               WHERE domain = 'laptops'"""
+               WHERE domain = 'laptops' AND intensity_source = 'ratings'"""
         ).fetchall()
+        calibrations = conn.execute(
+            """SELECT intensity_source, intensity_calibration IS NOT NULL, intensity_opinions
+               FROM extractor_adaptations WHERE domain = 'laptops' ORDER BY intensity_source"""
+        ).fetchall()
+    assert [row[:2] for row in calibrations] == [("cues", False), ("ratings", True)]
+    assert f"learnt from {calibrations[1][2]} rated opinions" == adapted["adapt_intensity"]
     assert len(stored) == 1
     version, stored_offsets, size, head = stored[0]
     assert adapted["extractor"].endswith(version) and json.loads(stored_offsets) == offsets

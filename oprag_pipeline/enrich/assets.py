@@ -89,6 +89,7 @@ def plan_extraction(
             sample_size=extractor.adapt_sample,
             min_mentions=extractor.adapt_min_mentions,
             run_id=context.run_id,
+            intensity=extractor.intensity_source(),
         )
         if adaptation.skipped_reason:
             context.log.info(f"{domain}: adaptation ({adaptation.method}) skipped: {adaptation.skipped_reason}")
@@ -99,6 +100,11 @@ def plan_extraction(
                 f"{'' if adaptation.head is None else ' and a residual head'} {how} ({adaptation.sample_size} "
                 f"mentions labelled by {adaptation.method})"
             )
+        if adaptation.intensity is not None:
+            how = "reused from the warehouse" if adaptation.reused else "learnt"
+            context.log.info(f"{domain}: intensity levels {how} from {adaptation.intensity_opinions} rated opinions")
+        elif adaptation.intensity_skipped:
+            context.log.info(f"{domain}: intensity from the cue rule: {adaptation.intensity_skipped}")
         key = store.CacheKey(registry_version, engine.name, engine.version)
         pending = store.pending_doc_ids(conn, domain, key)
         total = conn.execute("SELECT count(*) FROM raw_documents WHERE domain = ?", [domain]).fetchone()[0]

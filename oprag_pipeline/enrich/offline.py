@@ -21,8 +21,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from oprag_pipeline.enrich import cues
+from oprag_pipeline.enrich import cues, intensity
 from oprag_pipeline.enrich.aspect_model import LABELS, sentence_bounds, sentence_window
+from oprag_pipeline.enrich.intensity import IntensityCalibration, strength_features
 from oprag_pipeline.registry.candidates import ATTRIBUTE_POLARITY
 from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome, Level, RegistryEntity
@@ -43,6 +44,9 @@ _CONSEQUENCE = re.compile(
     r"ruin\w*|deal ?breaker|business|customers?|profit\w*|fees? (?:went|go) up|late payments?)\b",
     re.IGNORECASE,
 )
+
+
+_CONTRAST = re.compile(r"\b(?:but|however|although|though|except|yet|while|whereas)\b")
 
 
 class AspectScorer(Protocol):
@@ -102,7 +106,7 @@ def _model_fingerprint() -> str:
         if path.is_file() and path.suffix in {".onnx", ".json"}:
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
-    for module in (aspect_model, cues, matching, sys.modules[__name__]):
+    for module in (aspect_model, cues, intensity, matching, sys.modules[__name__]):
         digest.update(Path(module.__file__).read_bytes())
     return digest.hexdigest()[:10]
 
@@ -112,10 +116,17 @@ class OfflineExtractor:
 
     name = "offline"
 
-    def __init__(self, scorer: AspectScorer | None = None, review_tone: bool = True) -> None:
+    def __init__(
+        self,
+        scorer: AspectScorer | None = None,
+        review_tone: bool = True,
+        intensity_calibration: IntensityCalibration | None = None,
+    ) -> None:
         self._scorer = scorer
         # read the tone of the rest of each document around an entity's sentences (`review_tone`, `_pool`)
         self.review_tone = review_tone
+        # levels learnt from the domain's own ratings (`enrich/intensity.py`); None: the cue rule
+        self.intensity_calibration = intensity_calibration
         self._matchers: dict[tuple[str, ...], AliasMatcher] = {}
 
     @property
@@ -127,6 +138,8 @@ class OfflineExtractor:
     @property
     def version(self) -> str:
         tone = "" if self.review_tone else "+no-review-tone"
+        if self.intensity_calibration is not None:
+            tone += f"+intensity-{self.intensity_calibration.digest}"
         if self._scorer is not None and not hasattr(self._scorer, "session"):
             return f"{OFFLINE_VERSION}+{getattr(self._scorer, 'name', type(self._scorer).__name__)}{tone}"
         version = f"{OFFLINE_VERSION}+model-{_model_fingerprint()}{tone}"
@@ -156,6 +169,14 @@ class OfflineExtractor:
     def extract(
         self, documents: Sequence[DocumentInput], entities: Sequence[RegistryEntity]
     ) -> list[ExtractionOutcome]:
+        return [outcome for outcome, _ in self.extract_with_strength(documents, entities, strength=False)]
+
+    def extract_with_strength(
+        self, documents: Sequence[DocumentInput], entities: Sequence[RegistryEntity], strength: bool = True
+    ) -> list[tuple[ExtractionOutcome, dict[str, np.ndarray]]]:
+        """``extract``'s outcomes, each with the strength features (`intensity.strength_features`) of its stated
+        opinions by entity id: what `ratings.fit_intensity_from_ratings` learns levels from (``strength=False`` and
+        no calibration: none are computed, which saves two VADER passes per opinion)."""
         matcher = self._matcher(entities)
         names = {e.entity_id: e.name for e in entities}
         items: list[tuple[str, int, int]] = []
@@ -182,16 +203,21 @@ class OfflineExtractor:
             grouped.setdefault(owner, []).append((item, prediction))
             starts.setdefault(owner[0], []).append((item[1], owner[1]))
         outcomes = [ExtractionOutcome(doc_id=d.doc_id, content_hash=d.content_hash) for d in documents]
+        strengths: list[dict[str, np.ndarray]] = [{} for _ in documents]
         tones: dict[int, list[tuple[int, int, float]]] = {}
         for (index, entity_id), mentions in grouped.items():
             others = [start for start, owner in starts[index] if owner != entity_id]
             if self.review_tone and index not in tones:
                 tones[index] = sentence_tones(documents[index].text)
-            opinion = _pool(entity_id, names[entity_id], mentions, others, tones.get(index))
+            opinion, features = _pool(
+                entity_id, names[entity_id], mentions, others, tones.get(index), self.intensity_calibration, strength
+            )
             outcomes[index].opinions.append(opinion)
+            if features is not None:
+                strengths[index][entity_id] = features
         for outcome in outcomes:
             outcome.opinions.sort(key=lambda o: (o.span_start or 0, o.entity_id or ""))
-        return outcomes
+        return list(zip(outcomes, strengths, strict=True))
 
 
 def _predict(scorer: AspectScorer, items: Sequence[tuple[str, int, int]]) -> list[Any]:
@@ -261,8 +287,25 @@ def review_tone(tones: Sequence[tuple[int, int, float]], windows: Sequence[tuple
     view, not the model's answer again; every sentence counts once, however long; a single-sentence document, or
     one whose every sentence names the entity, has no tone.
     """
-    rest = [c for lo, hi, c in tones if not any(lo < w_hi and w_lo < hi for w_lo, w_hi in windows)]
-    return cues.vader_polarity(sum(rest) / len(rest)) if rest else "neutral"
+    valence = rest_valence(tones, windows)
+    return "neutral" if valence is None else cues.vader_polarity(valence)
+
+
+def rest_valence(tones: Sequence[tuple[int, int, float]], windows: Sequence[tuple[int, int]]) -> float | None:
+    """The mean VADER compound of the sentences outside ``windows`` (``review_tone``'s reading), None without any."""
+    rest = _rest_compounds(tones, windows)
+    return sum(rest) / len(rest) if rest else None
+
+
+def _rest_compounds(tones: Sequence[tuple[int, int, float]], windows: Sequence[tuple[int, int]]) -> list[float]:
+    """The VADER compounds of the document's sentences that overlap none of ``windows``."""
+    return [c for lo, hi, c in tones if not any(lo < w_hi and w_lo < hi for w_lo, w_hi in windows)]
+
+
+def _opposing_share(rest: Sequence[float], sentiment: str) -> float:
+    """The share of ``rest`` (sentence compounds) on the side opposite to ``sentiment``; 0 without any."""
+    opposite = "negative" if sentiment == "positive" else "positive"
+    return sum(cues.vader_polarity(c) == opposite for c in rest) / len(rest) if rest else 0.0
 
 
 def _pool(
@@ -271,9 +314,14 @@ def _pool(
     mentions: list[tuple[tuple[str, int, int], Any]],
     other_mentions: Sequence[int] = (),
     tones: Sequence[tuple[int, int, float]] | None = None,
-) -> ExtractedOpinion:
-    """One opinion from an entity's mentions in a document; ``tones`` (``sentence_tones`` of the document) when the
-    tone of the rest of the document is read (``review_tone``), None when it is not."""
+    calibration: IntensityCalibration | None = None,
+    strength: bool = False,
+) -> tuple[ExtractedOpinion, np.ndarray | None]:
+    """One opinion from an entity's mentions in a document, and its strength features when it is stated (None for
+    a neutral one or a stance inferred from the tone); ``tones`` (``sentence_tones`` of the document) when the tone
+    of the rest of the document is read (``review_tone``), None when it is not; ``calibration``: levels learnt from
+    the domain's ratings replace the cue rule's for stated opinions; the features are computed with one, or when
+    ``strength`` asks for them."""
     # A factual mention ("our room was on the 5th floor") states no opinion, so it must not outvote the mention that
     # does ("the room was spotless"): pool the opinionated mentions when there are any, else the neutral ones.
     opinionated = [(item, p) for item, p in mentions if p.sentiment != "neutral"] or mentions
@@ -293,7 +341,8 @@ def _pool(
     windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
     stated = sentiment != "neutral"
     own = [sentence_window(t, s, e, widen_short=False) for (t, s, e), _ in mentions]
-    tone = review_tone(tones, own) if tones is not None else "neutral"
+    valence = rest_valence(tones, own) if tones is not None else None
+    tone = "neutral" if valence is None else cues.vader_polarity(valence)
     if not stated and tone != "neutral":
         # every mention is neutral: the author's stance on the entity is read from the rest of the document
         sentiment = tone
@@ -301,12 +350,29 @@ def _pool(
     elif stated and tone not in (sentiment, "neutral"):
         # a concession: an opinion against the tone of the rest of the document is held less strongly
         intensity = INTENSITY_LEVELS[max(0, INTENSITY_LEVELS.index(intensity) - 1)]
+    relevant = " ".join(text[lo:hi].strip() for lo, hi in windows)
+    features = None
+    if stated and (strength or calibration is not None):
+        features = strength_features(
+            1 if sentiment == "positive" else -1,
+            confidence,
+            cues.vader_compound(relevant),
+            valence,
+            float(np.mean([cues.vader_compound(text[lo:hi]) for lo, hi in own])),
+            cues.intensity_features(relevant),
+            intensity,
+            len(relevant.split()),
+            totals["neutral"] / len(opinionated),
+            len(_CONTRAST.findall(relevant.lower())),
+            _opposing_share(_rest_compounds(tones or (), own), sentiment),
+        )
+        if calibration is not None:
+            intensity = calibration.level(sentiment, features, intensity)
     emotions = cues.emotions(_emotion_text(text, windows, other_mentions)) if stated else []
     evidence = cues.evidence_type(clause_text)
     consequence = _CONSEQUENCE.search(clause_text) is not None
     impact = "high" if consequence else "medium" if intensity == "high" or evidence == "data_driven" else "low"
-    relevant = " ".join(text[lo:hi].strip() for lo, hi in windows)
-    return ExtractedOpinion(
+    opinion = ExtractedOpinion(
         entity_id=entity_id,
         entity_name=entity_name,
         sentiment=sentiment,
@@ -319,3 +385,4 @@ def _pool(
         span_end=windows[-1][1],
         confidence=round(confidence, 4),
     )
+    return opinion, features

@@ -44,7 +44,7 @@ import duckdb
 import numpy as np
 
 from oprag_pipeline import config
-from oprag_pipeline.config import MIN_RATED_MENTIONS, SAMPLE_MENTIONS
+from oprag_pipeline.config import INTENSITY_SAMPLE_MENTIONS, MIN_RATED_MENTIONS, SAMPLE_MENTIONS
 from oprag_pipeline.enrich.aspect_model import (
     LABELS,
     AspectItem,
@@ -59,6 +59,7 @@ from oprag_pipeline.settings import RATED_ASPECTS_FILE
 from oprag_pipeline.warehouse import ensure_tables, insert_rows, records
 
 ADAPT_MODES = ("none", "self", "ratings", "llm")
+INTENSITY_SOURCES = ("ratings", "cues")  # OPRAG_INTENSITY: levels learnt from the domain's ratings, or the cue rule
 # Star scale of `rating` and `rating_<aspect>`: the 1-5 stars of review sites. A value outside it is not counted
 # (it belongs to another scale, which the weak-label rule would misread), and the skipped count is reported.
 RATING_SCALE = (1.0, 5.0)
@@ -210,10 +211,24 @@ class Adaptation:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0
+    # intensity levels learnt from the domain's ratings (`intensity.IntensityCalibration.to_json`), None: the cue
+    # rule; how many rated opinions it was fitted on, or why it was not
+    intensity: str | None = None
+    intensity_opinions: int = 0
+    intensity_skipped: str | None = None
+
+    @property
+    def fitted(self) -> bool:
+        """Whether anything was learnt (offsets, a residual head or intensity levels)."""
+        return self.offsets is not None or self.intensity is not None
 
     def metadata(self) -> dict[str, Any]:
         """Flat values for the asset's metadata: enough to reproduce the adapted scorer."""
         out: dict[str, Any] = {"adapt": self.method, "adapt_sample_size": self.sample_size}
+        if self.intensity is not None:
+            out["adapt_intensity"] = f"learnt from {self.intensity_opinions} rated opinions"
+        elif self.intensity_skipped:
+            out["adapt_intensity"] = f"cue rule ({self.intensity_skipped})"
         if self.offsets is not None:
             out["adapt_offsets"] = dict(zip(LABELS, self.offsets, strict=True))
             out["adapt_residual_head_weights"] = 0 if self.head is None else len(self.head) * len(LABELS)
@@ -273,6 +288,41 @@ def fit_rating_offsets(
         label_counts={LABELS[k]: n for k, n in sorted(Counter(labels).items())},
         source_counts=dict(sorted(Counter(m.source for m in mentions).items())),
     )
+
+
+def fit_intensity_from_ratings(
+    extractor: Any, mentions: Sequence[RatedMention], entities: Sequence[Any], min_mentions: int = MIN_RATED_MENTIONS
+) -> tuple[Any, int, str | None]:
+    """Intensity levels learnt from rated mentions (`intensity.fit_intensity_calibration`): their documents are
+    extracted by ``extractor`` (the domain's adapted extractor, without a calibration) as the corpus will be, and
+    each rated (document, entity) opinion the extractor states is paired with its rating. Returns the calibration
+    (None when skipped), the number of rated opinions, and why it was skipped.
+
+    The same sample as the rating offsets (`sample_rated_mentions`), so one rule decides which rating is about
+    which entity; neutral answers and stances inferred from the document's tone are left out (they keep "low")."""
+    from oprag_pipeline.enrich.intensity import fit_intensity_calibration
+    from oprag_pipeline.schema import DocumentInput
+
+    by_doc: dict[str, list[RatedMention]] = {}
+    for mention in mentions:
+        by_doc.setdefault(mention.doc_id, []).append(mention)
+    documents = [DocumentInput(doc_id=d, text=ms[0].text, content_hash=d) for d, ms in by_doc.items()]
+    features, sentiments, ratings = [], [], []
+    for (outcome, strengths), rated in zip(
+        extractor.extract_with_strength(documents, entities), by_doc.values(), strict=True
+    ):
+        answered = {o.entity_id: o.sentiment for o in outcome.opinions}
+        for mention in rated:
+            if mention.entity_id in strengths:
+                features.append(strengths[mention.entity_id])
+                sentiments.append(answered[mention.entity_id])
+                ratings.append(mention.rating)
+    if len(features) < min_mentions:
+        return None, len(features), f"{len(features)} rated opinions stated, fewer than the {min_mentions} needed"
+    calibration = fit_intensity_calibration(features, sentiments, ratings, RATING_SCALE)
+    if calibration is None:
+        return None, len(features), "too few rated opinions of either polarity"
+    return calibration, len(features), None
 
 
 def self_labels(
@@ -422,6 +472,8 @@ def adapt_extractor(
     sample_size: int = SAMPLE_MENTIONS,
     min_mentions: int = MIN_RATED_MENTIONS,
     run_id: str | None = None,
+    intensity: str = "ratings",
+    intensity_sample: int = INTENSITY_SAMPLE_MENTIONS,
 ) -> tuple[Any, Adaptation]:
     """The extractor to run on the domain: ``engine`` itself, or an offline extractor whose model carries offsets
     fitted on the domain's ratings (its version says so, so the cache re-extracts). The fit is recorded in
@@ -429,11 +481,17 @@ def adapt_extractor(
     added later are extracted by the same adapted model, so an incremental run stays incremental (a refit on a
     grown sample could move the offsets and re-extract the whole domain). The shared model is copied, never
     mutated: another domain in the same process keeps its own scorer (the copy shares the ONNX session and its
-    logit cache, which no offset changes)."""
+    logit cache, which no offset changes).
+
+    With ``intensity="ratings"`` (`OPRAG_INTENSITY`) the adapted extractor's intensity levels are also learnt from the
+    domain's ratings when it has ``min_mentions`` rated opinions (`fit_intensity_from_ratings`), whatever ``mode``
+    fitted the polarity; ``"cues"`` keeps the cue rule."""
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
     if mode not in ADAPT_MODES:
         raise ValueError(f"adapt must be one of {', '.join(ADAPT_MODES)}, not {mode!r}")
+    if intensity not in INTENSITY_SOURCES:
+        raise ValueError(f"intensity must be one of {', '.join(INTENSITY_SOURCES)}, not {intensity!r}")
     if mode == "none":
         return engine, Adaptation("none")
     if mode == "llm" and isinstance(engine, OfflineExtractor):
@@ -448,26 +506,31 @@ def adapt_extractor(
     ensure_tables(conn, ADAPTATION_TABLE)
     found = records(
         conn.execute(
-            """SELECT offsets, sample_size, label_counts, source_counts, residual_head FROM extractor_adaptations
+            """SELECT offsets, sample_size, label_counts, source_counts, residual_head, intensity_calibration,
+                      intensity_opinions
+               FROM extractor_adaptations
                WHERE domain = ? AND registry_version = ? AND extractor = ? AND base_version = ? AND method = ?
+                 AND coalesce(intensity_source, 'cues') = ?
                ORDER BY fitted_at DESC LIMIT 1""",
-            [domain, registry_version, engine.name, engine.version, mode],
+            [domain, registry_version, engine.name, engine.version, mode, intensity],
         )
     )
     if found:
         stored = found[0]
-        offsets = json.loads(stored["offsets"])
+        offsets = json.loads(stored["offsets"]) if stored.get("offsets") else None
         head = json.loads(stored["residual_head"]) if stored.get("residual_head") else None
         reused = Adaptation(
             mode,
-            offsets=tuple(float(offsets[label]) for label in LABELS),
+            offsets=None if offsets is None else tuple(float(offsets[label]) for label in LABELS),
             head=None if head is None else tuple(tuple(float(v) for v in row) for row in head),
             sample_size=int(stored["sample_size"]),
             label_counts=json.loads(stored["label_counts"]),
             source_counts=json.loads(stored["source_counts"]),
             reused=True,
+            intensity=stored.get("intensity_calibration"),
+            intensity_opinions=int(stored.get("intensity_opinions") or 0),
         )
-        return _adapted(scorer, reused, student), reused
+        return (_adapted(scorer, reused, student) if reused.fitted else student), reused
     if mode == "self":
         adaptation = fit_self_offsets(base, conn, domain, entities, sample_size, min_mentions, features)
     elif mode == "llm":
@@ -480,9 +543,17 @@ def adapt_extractor(
         if off_scale:
             # ratings on another scale are left out, not rescaled: which scale they use is not recorded anywhere
             adaptation.source_counts["ignored_off_scale"] = off_scale
-    if adaptation.offsets is None:
+    adapted = _adapted(scorer, adaptation, student) if adaptation.offsets is not None else student
+    if intensity == "ratings":
+        rated, _ = sample_rated_mentions(conn, domain, entities, aspect_terms, intensity_sample)
+        calibration, adaptation.intensity_opinions, adaptation.intensity_skipped = fit_intensity_from_ratings(
+            adapted, rated, entities, min_mentions
+        )
+        if calibration is not None:
+            adaptation.intensity = calibration.to_json()
+            adapted = _adapted(scorer, adaptation, student)
+    if not adaptation.fitted:
         return student, adaptation
-    adapted = _adapted(scorer, adaptation, student)
     insert_rows(
         conn,
         ADAPTATION_TABLE,
@@ -494,13 +565,18 @@ def adapt_extractor(
                 "base_version": engine.version,
                 "adapted_version": adapted.version,
                 "method": adaptation.method,
-                "offsets": json.dumps(dict(zip(LABELS, adaptation.offsets, strict=True))),
+                "offsets": None
+                if adaptation.offsets is None
+                else json.dumps(dict(zip(LABELS, adaptation.offsets, strict=True))),
                 "sample_size": adaptation.sample_size,
                 "label_counts": json.dumps(adaptation.label_counts),
                 "source_counts": json.dumps(adaptation.source_counts),
                 "run_id": run_id,
                 "fitted_at": datetime.now(UTC).replace(tzinfo=None),
                 "residual_head": None if adaptation.head is None else json.dumps(adaptation.head),
+                "intensity_source": intensity,
+                "intensity_calibration": adaptation.intensity,
+                "intensity_opinions": adaptation.intensity_opinions,
             }
         ],
     )
@@ -511,7 +587,7 @@ def adapted_extractor(engine: Any, adaptation: Adaptation, name: str, version: s
     """The extractor `adapt_extractor` returned (called ``name``, at ``version``), rebuilt from the extractor as
     configured and the adaptation: a shard step in another process, or on another machine, is handed those, not the
     model. Raises when the rebuilt extractor is not that version (the shard would mix two models' answers)."""
-    if adaptation.offsets is not None:
+    if adaptation.fitted:
         student = _student(engine, adaptation.method)
         rebuilt = _adapted(student.scorer, adaptation, student)
     else:
@@ -545,12 +621,18 @@ def _unadapted(scorer: Any) -> Any:
 
 
 def _adapted(scorer: Any, adaptation: Adaptation, student: Any) -> Any:
-    """An offline extractor like ``student`` (its other settings kept) whose model carries ``adaptation``."""
+    """An offline extractor like ``student`` (its other settings kept) whose model carries ``adaptation``'s offsets
+    and head, and which reads intensity levels from its calibration when it has one."""
+    from oprag_pipeline.enrich.intensity import IntensityCalibration
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
     base = _unadapted(scorer)
-    apply_adaptation(base, adaptation)
-    return OfflineExtractor(scorer=base, review_tone=getattr(student, "review_tone", True))
+    if adaptation.offsets is not None:
+        apply_adaptation(base, adaptation)
+    calibration = IntensityCalibration.from_json(adaptation.intensity) if adaptation.intensity else None
+    return OfflineExtractor(
+        scorer=base, review_tone=getattr(student, "review_tone", True), intensity_calibration=calibration
+    )
 
 
 def apply_adaptation(model: Any, adaptation: Adaptation) -> None:

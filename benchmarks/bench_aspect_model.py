@@ -699,11 +699,13 @@ def intensity_section(args: argparse.Namespace, model: AspectSentimentModel) -> 
             break
     model._cache.clear()
     base = OfflineExtractor(scorer=model)
+    documents = [DocumentInput(doc_id=str(i), text=t, content_hash=str(i)) for i, (t, _) in enumerate(reviews)]
     t = time.perf_counter()
-    calibration, opinions, skipped = fit_intensity_from_ratings(base, mentions[:INTENSITY_SAMPLE_MENTIONS], entities)
+    fit = fit_intensity_from_ratings(base, mentions[:INTENSITY_SAMPLE_MENTIONS], documents, entities)
     took = time.perf_counter() - t
+    calibration, opinions = fit.calibration, fit.opinions
     if calibration is None:
-        print(f"intensity from ratings: skipped ({skipped})")
+        print(f"intensity from ratings: skipped ({fit.skipped_reason})")
         return
     sizes = {
         side: getattr(calibration, side).size if getattr(calibration, side) else 0 for side in ("positive", "negative")

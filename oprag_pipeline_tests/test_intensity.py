@@ -14,7 +14,7 @@ from oprag_pipeline.enrich.intensity import (
     fit_intensity_calibration,
     rating_strength_level,
 )
-from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer
+from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer, relevel
 from oprag_pipeline.resources import ExtractorResource
 from oprag_pipeline.schema import DocumentInput, RegistryEntity
 
@@ -102,12 +102,12 @@ def test_rating_strength_levels_mirror_for_negative_opinions() -> None:
 BATTERY = [RegistryEntity("battery", "battery", ("battery",))]
 
 
-def valence_calibration() -> IntensityCalibration:
+def valence_calibration(low_cut: float = 0.3, high_cut: float = 0.7) -> IntensityCalibration:
     """A hand-made calibration: the positive side scores the evidence valence alone, cut at 0.3 and 0.7."""
     weights = [0.0] * (len(STRENGTH_FEATURES) + 1)
     weights[1 + STRENGTH_FEATURES.index("evidence_valence")] = 1.0
     n = len(STRENGTH_FEATURES)
-    fit = PolarityFit((0.0,) * n, (1.0,) * n, tuple(weights), low_cut=0.3, high_cut=0.7, size=100)
+    fit = PolarityFit((0.0,) * n, (1.0,) * n, tuple(weights), low_cut=low_cut, high_cut=high_cut, size=100)
     return IntensityCalibration(positive=fit, negative=None)
 
 
@@ -157,3 +157,25 @@ def test_ratings_all_on_the_opinions_side_fit_without_a_low_level() -> None:
     assert calibration is not None and calibration.positive is not None
     levels = {calibration.level("positive", x, "low") for x in features}
     assert levels <= {"medium", "high"} and "high" in levels
+
+
+def test_relevel_gives_what_the_calibrated_extractor_answers() -> None:
+    """The documents an intensity fit extracted are cached from that extraction (`offline.relevel`), so it must be
+    exactly what the calibrated extractor gives, impacts included."""
+    texts = [
+        "The battery is absolutely wonderful, the best I have ever had! We will never go back to the old one.",
+        "The battery is good. The screen is dim and the keyboard rattles.",
+        "The battery is okay, though it cost me a refund on the charger.",
+        "The battery sits under the keyboard. The rest of the laptop is lovely.",
+        "The battery is awful.",
+    ]
+    docs = [DocumentInput(doc_id=str(i), text=t, content_hash=f"h{i}") for i, t in enumerate(texts)]
+    calibration = valence_calibration(0.5, 0.95)  # stricter than the cue rule: levels move
+    plain = OfflineExtractor(scorer=VaderClauseScorer())
+    calibrated = OfflineExtractor(scorer=VaderClauseScorer(), intensity_calibration=calibration)
+    relevelled = relevel(plain.extract_with_strength(docs, BATTERY), calibration)
+    expected = calibrated.extract(docs, BATTERY)
+    assert relevelled == expected
+    assert [o.opinions[0].intensity for o in relevelled] != [
+        o.opinions[0].intensity for o in plain.extract(docs, BATTERY)
+    ]

@@ -78,6 +78,14 @@ def plan_extraction(
         registry_version, entities = registry_entities(conn, domain)
         if not entities:
             context.log.warning(f"{domain}: the entity registry is empty; no opinions can be anchored")
+        presampled: list[str] = []
+
+        def cache_presampled(adapted, outcomes: list) -> None:
+            # the documents the intensity fit extracted, as the adapted extractor answers them: cached, not redone
+            key = store.CacheKey(registry_version, adapted.name, adapted.version)
+            store.commit_batch(conn, domain, key, outcomes, context.run_id)
+            presampled.extend(o.doc_id for o in outcomes)
+
         engine, adaptation = ratings.adapt_extractor(
             engine,
             conn,
@@ -90,6 +98,7 @@ def plan_extraction(
             min_mentions=extractor.adapt_min_mentions,
             run_id=context.run_id,
             intensity=extractor.intensity_source(),
+            on_extracted=cache_presampled,
         )
         if adaptation.skipped_reason:
             context.log.info(f"{domain}: adaptation ({adaptation.method}) skipped: {adaptation.skipped_reason}")
@@ -113,7 +122,8 @@ def plan_extraction(
             f"(registry v{registry_version}, {len(entities)} entities) in {extractor.shards} shard(s); the rest "
             "are cached"
         )
-        plan = {"documents": int(total), "cached": int(total) - len(pending), "resumed_from_parts": resumed,
+        plan = {"documents": int(total), "cached": int(total) - len(pending) - len(presampled),
+                "extracted_while_adapting": len(presampled), "resumed_from_parts": resumed,
                 "adaptation": adaptation.metadata()}  # fmt: skip
         tasks = []
         for index, doc_ids in enumerate(shards.split_into_shards(pending, extractor.shards)):
@@ -200,7 +210,7 @@ def merge_extraction(
         merged = _merge_parts(conn, _shard_store(extractor, paths), domain)
         counts = store.rebuild_opinions(conn, domain, key)
         table_facts = table_metadata(conn, "opinions", domain)
-    extracted = sum(r.extracted for r in results)
+    extracted = sum(r.extracted for r in results) + task.plan["extracted_while_adapting"]
     failed = sum(r.failed for r in results)
     failures = dict(sum((Counter(r.failures) for r in results), Counter()))
     input_tokens = sum(r.input_tokens for r in results)

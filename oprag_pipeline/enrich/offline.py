@@ -13,7 +13,7 @@ import hashlib
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import pairwise
 from pathlib import Path
@@ -308,6 +308,33 @@ def _opposing_share(rest: Sequence[float], sentiment: str) -> float:
     return sum(cues.vader_polarity(c) == opposite for c in rest) / len(rest) if rest else 0.0
 
 
+def opinion_impact(consequence: bool, intensity: str, evidence: str) -> str:
+    """High when the clause names a consequence beyond the moment (money, leaving, safety...), medium for a strongly
+    held or data-driven opinion, else low."""
+    return "high" if consequence else "medium" if intensity == "high" or evidence == "data_driven" else "low"
+
+
+def relevel(
+    extracted: Sequence[tuple[ExtractionOutcome, dict[str, np.ndarray]]], calibration: IntensityCalibration
+) -> list[ExtractionOutcome]:
+    """What an extractor with ``calibration`` answers for documents the same extractor without one extracted with
+    their strength features (``extract_with_strength``): only the levels of stated opinions, and the impact that
+    follows from them, differ. The documents a calibration was fitted on are then not extracted a second time."""
+    out = []
+    for outcome, strengths in extracted:
+        opinions = []
+        for opinion in outcome.opinions:
+            features = strengths.get(opinion.entity_id or "")
+            if features is not None:
+                level = calibration.level(opinion.sentiment, features, opinion.intensity)
+                # a "high" impact is only ever the consequence's; the rest follows from the level
+                impact = opinion_impact(opinion.impact == "high", level, opinion.evidence_type)
+                opinion = replace(opinion, intensity=level, impact=impact)
+            opinions.append(opinion)
+        out.append(replace(outcome, opinions=opinions))
+    return out
+
+
 def _pool(
     entity_id: str,
     entity_name: str,
@@ -370,8 +397,7 @@ def _pool(
             intensity = calibration.level(sentiment, features, intensity)
     emotions = cues.emotions(_emotion_text(text, windows, other_mentions)) if stated else []
     evidence = cues.evidence_type(clause_text)
-    consequence = _CONSEQUENCE.search(clause_text) is not None
-    impact = "high" if consequence else "medium" if intensity == "high" or evidence == "data_driven" else "low"
+    impact = opinion_impact(_CONSEQUENCE.search(clause_text) is not None, intensity, evidence)
     opinion = ExtractedOpinion(
         entity_id=entity_id,
         entity_name=entity_name,

@@ -53,6 +53,7 @@ from oprag_pipeline.enrich.aspect_model import (
     lexicon_agreement_label,
     rating_weak_label,
 )
+from oprag_pipeline.enrich.store import fetch_documents
 from oprag_pipeline.registry.matching import AliasMatcher, phrase_key
 from oprag_pipeline.schema import rounded_cost
 from oprag_pipeline.settings import RATED_ASPECTS_FILE
@@ -290,39 +291,54 @@ def fit_rating_offsets(
     )
 
 
-def fit_intensity_from_ratings(
-    extractor: Any, mentions: Sequence[RatedMention], entities: Sequence[Any], min_mentions: int = MIN_RATED_MENTIONS
-) -> tuple[Any, int, str | None]:
-    """Intensity levels learnt from rated mentions (`intensity.fit_intensity_calibration`): their documents are
-    extracted by ``extractor`` (the domain's adapted extractor, without a calibration) as the corpus will be, and
-    each rated (document, entity) opinion the extractor states is paired with its rating. Returns the calibration
-    (None when skipped), the number of rated opinions, and why it was skipped.
+@dataclass
+class IntensityFit:
+    """What `fit_intensity_from_ratings` learnt, from how many rated opinions, or why it did not; and the
+    documents it extracted, with their strength features (`offline.relevel` turns them into the calibrated
+    extractor's answers, so they need not be extracted again)."""
 
-    The same sample as the rating offsets (`sample_rated_mentions`), so one rule decides which rating is about
+    calibration: Any = None  # intensity.IntensityCalibration
+    opinions: int = 0
+    skipped_reason: str | None = None
+    extracted: list = field(default_factory=list)
+
+
+def fit_intensity_from_ratings(
+    extractor: Any,
+    mentions: Sequence[RatedMention],
+    documents: Sequence[Any],
+    entities: Sequence[Any],
+    min_mentions: int = MIN_RATED_MENTIONS,
+) -> IntensityFit:
+    """Intensity levels learnt from rated mentions (`intensity.fit_intensity_calibration`): their ``documents``
+    (`DocumentInput`s, one per document a mention is in) are extracted by ``extractor`` (the domain's adapted
+    extractor, without a calibration) as the corpus will be, and each rated (document, entity) opinion the extractor
+    states is paired with its rating; skipped, with the reason, below ``min_mentions`` such opinions.
+
+    The same sample rule as the rating offsets (`sample_rated_mentions`), so one rule decides which rating is about
     which entity; neutral answers and stances inferred from the document's tone are left out (they keep "low")."""
     from oprag_pipeline.enrich.intensity import fit_intensity_calibration
-    from oprag_pipeline.schema import DocumentInput
 
     by_doc: dict[str, list[RatedMention]] = {}
     for mention in mentions:
         by_doc.setdefault(mention.doc_id, []).append(mention)
-    documents = [DocumentInput(doc_id=d, text=ms[0].text, content_hash=d) for d, ms in by_doc.items()]
+    extracted = extractor.extract_with_strength([d for d in documents if d.doc_id in by_doc], entities)
     features, sentiments, ratings = [], [], []
-    for (outcome, strengths), rated in zip(
-        extractor.extract_with_strength(documents, entities), by_doc.values(), strict=True
-    ):
+    for outcome, strengths in extracted:
         answered = {o.entity_id: o.sentiment for o in outcome.opinions}
-        for mention in rated:
+        for mention in by_doc[outcome.doc_id]:
             if mention.entity_id in strengths:
                 features.append(strengths[mention.entity_id])
                 sentiments.append(answered[mention.entity_id])
                 ratings.append(mention.rating)
+    fit = IntensityFit(opinions=len(features), extracted=extracted)
     if len(features) < min_mentions:
-        return None, len(features), f"{len(features)} rated opinions stated, fewer than the {min_mentions} needed"
-    calibration = fit_intensity_calibration(features, sentiments, ratings, RATING_SCALE)
-    if calibration is None:
-        return None, len(features), "too few rated opinions of either polarity"
-    return calibration, len(features), None
+        fit.skipped_reason = f"{len(features)} rated opinions stated, fewer than the {min_mentions} needed"
+        return fit
+    fit.calibration = fit_intensity_calibration(features, sentiments, ratings, RATING_SCALE)
+    if fit.calibration is None:
+        fit.skipped_reason = "too few rated opinions of either polarity"
+    return fit
 
 
 def self_labels(
@@ -474,6 +490,7 @@ def adapt_extractor(
     run_id: str | None = None,
     intensity: str = "ratings",
     intensity_sample: int = INTENSITY_SAMPLE_MENTIONS,
+    on_extracted: Callable[[Any, list], None] | None = None,
 ) -> tuple[Any, Adaptation]:
     """The extractor to run on the domain: ``engine`` itself, or an offline extractor whose model carries offsets
     fitted on the domain's ratings (its version says so, so the cache re-extracts). The fit is recorded in
@@ -485,7 +502,9 @@ def adapt_extractor(
 
     With ``intensity="ratings"`` (`OPRAG_INTENSITY`) the adapted extractor's intensity levels are also learnt from the
     domain's ratings when it has ``min_mentions`` rated opinions (`fit_intensity_from_ratings`), whatever ``mode``
-    fitted the polarity; ``"cues"`` keeps the cue rule."""
+    fitted the polarity; ``"cues"`` keeps the cue rule. The documents that fit extracted are handed, as the
+    calibrated extractor answers them, to ``on_extracted(extractor, outcomes)`` (the caller caches them, so they
+    are not extracted twice)."""
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
     if mode not in ADAPT_MODES:
@@ -544,14 +563,18 @@ def adapt_extractor(
             # ratings on another scale are left out, not rescaled: which scale they use is not recorded anywhere
             adaptation.source_counts["ignored_off_scale"] = off_scale
     adapted = _adapted(scorer, adaptation, student) if adaptation.offsets is not None else student
-    if intensity == "ratings":
+    if intensity == "ratings" and isinstance(adapted, OfflineExtractor):
+        from oprag_pipeline.enrich.offline import relevel
+
         rated, _ = sample_rated_mentions(conn, domain, entities, aspect_terms, intensity_sample)
-        calibration, adaptation.intensity_opinions, adaptation.intensity_skipped = fit_intensity_from_ratings(
-            adapted, rated, entities, min_mentions
-        )
-        if calibration is not None:
-            adaptation.intensity = calibration.to_json()
+        documents = fetch_documents(conn, domain, sorted({m.doc_id for m in rated}))
+        fit = fit_intensity_from_ratings(adapted, rated, documents, entities, min_mentions)
+        adaptation.intensity_opinions, adaptation.intensity_skipped = fit.opinions, fit.skipped_reason
+        if fit.calibration is not None:
+            adaptation.intensity = fit.calibration.to_json()
             adapted = _adapted(scorer, adaptation, student)
+            if on_extracted is not None:
+                on_extracted(adapted, relevel(fit.extracted, fit.calibration))
     if not adaptation.fitted:
         return student, adaptation
     insert_rows(

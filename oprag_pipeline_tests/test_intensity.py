@@ -153,6 +153,8 @@ def test_ratings_all_on_the_opinions_side_fit_without_a_low_level() -> None:
     features, sentiments, _ = rated_sample(8)
     ratings = [5.0 if i % 10 < 7 else 4.0 for i in range(len(features))]  # 0.7 + 0.3: rounds past 1
     sentiments = ["positive"] * len(features)
+    for x, r in zip(features, ratings, strict=True):  # a feature that carries the ratings
+        x[STRENGTH_FEATURES.index("evidence_valence")] = r + 0.2 * x[0]
     calibration = fit_intensity_calibration(features, sentiments, ratings, SCALE)
     assert calibration is not None and calibration.positive is not None
     levels = {calibration.level("positive", x, "low") for x in features}
@@ -179,3 +181,22 @@ def test_relevel_gives_what_the_calibrated_extractor_answers() -> None:
     assert [o.opinions[0].intensity for o in relevelled] != [
         o.opinions[0].intensity for o in plain.extract(docs, BATTERY)
     ]
+
+
+@pytest.mark.parametrize("seed", [9, 10, 11])
+def test_ratings_that_say_nothing_the_cues_do_not_keep_the_cue_rule(seed: int) -> None:
+    """Ratings independent of every feature but the cue rule's own level: nothing learnt can order them better."""
+    rng = np.random.default_rng(seed)
+    features, sentiments, ratings = [], [], []
+    for _ in range(400):
+        x = rng.normal(0.0, 1.0, len(STRENGTH_FEATURES))
+        cue = int(rng.integers(0, 3))
+        x[STRENGTH_FEATURES.index("cue_level")] = cue
+        features.append(x)
+        sentiments.append("positive")
+        ratings.append(float(3 + cue if rng.random() < 0.6 else rng.integers(3, 6)))
+    assert fit_intensity_calibration(features, sentiments, ratings, SCALE) is None
+    # the same sample with the ratings carried by another feature as well: learnt
+    for x, r in zip(features, ratings, strict=True):
+        x[STRENGTH_FEATURES.index("evidence_valence")] = r + rng.normal(0.0, 0.3)
+    assert fit_intensity_calibration(features, sentiments, ratings, SCALE) is not None

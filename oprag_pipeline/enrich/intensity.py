@@ -48,6 +48,8 @@ COUNT_CAP = 3.0
 # Fewer opinions of one polarity than this in the rated sample and that polarity keeps the cue rule: a regression and
 # two quantiles estimated from a handful of ratings would move with every document added.
 MIN_PER_POLARITY = 30
+# Folds of the check that a learnt level beats the cue rule's on the rated sample itself (`_learns_more_than_cues`).
+CHECK_FOLDS = 5
 # Ridge penalty on standardised features: a weak prior (the sample has hundreds of opinions) that keeps the fit stable
 # when two features are nearly collinear (evidence and own-sentence valence often are).
 RIDGE = 1.0
@@ -169,11 +171,11 @@ def _fit_polarity(features: np.ndarray, ratings: np.ndarray, sign: int, scale: t
     share_high = float((levels == 2).mean())
     share_medium = float((levels == 1).mean())
     # the cuts reproduce the sample's own shares of the three levels among this polarity's opinions
-    # (a level no rating gave is cut above every score, so it is never answered)
-    above = float(scores.max()) + 1.0
-    high_cut = float(np.quantile(scores, max(0.0, 1.0 - share_high))) if share_high > 0 else above
-    low_share = max(0.0, 1.0 - share_high - share_medium)  # clipped: the shares' sum may round past 1
-    low_cut = float(np.quantile(scores, low_share)) if share_high + share_medium > 0 else above
+    # (a level no rating gave is cut beyond every score, so it is never answered)
+    above, below = float(scores.max()) + 1.0, float(scores.min()) - 1.0
+    high_cut = float(np.quantile(scores, 1.0 - share_high)) if share_high > 0 else above
+    low_share = 1.0 - share_high - share_medium
+    low_cut = below if low_share < 1e-9 else float(np.quantile(scores, low_share)) if low_share < 1.0 else above
     return PolarityFit(
         mean=tuple(round(float(v), 6) for v in mean),
         scale=tuple(round(float(v), 6) for v in std),
@@ -184,6 +186,33 @@ def _fit_polarity(features: np.ndarray, ratings: np.ndarray, sign: int, scale: t
     )
 
 
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rho, 0 where either side is constant (no ordering to agree with)."""
+    from scipy.stats import spearmanr
+
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    return float(spearmanr(a, b).statistic)
+
+
+def _learns_more_than_cues(
+    features: np.ndarray, ratings: np.ndarray, sign: int, scale: tuple[float, float], folds: int = CHECK_FOLDS
+) -> bool:
+    """Whether levels learnt on part of the sample order the rest of it by its ratings better than the cue rule's
+    levels do (Spearman, out of fold; folds by position, so the same sample always decides the same way). A domain
+    whose ratings say little about how its opinions are worded (an overall rating that speaks for one entity only
+    loosely, say) then keeps the cue rule rather than levels fitted to noise."""
+    strength = ratings if sign > 0 else scale[0] + scale[1] - ratings
+    fold = np.arange(len(ratings)) % folds
+    learnt = np.zeros(len(ratings))
+    for k in range(folds):
+        train, test = fold != k, fold == k
+        fit = _fit_polarity(features[train], ratings[train], sign, scale)
+        learnt[test] = [LEVELS.index(fit.level(x)) for x in features[test]]
+    cue = features[:, STRENGTH_FEATURES.index("cue_level")]
+    return _spearman(learnt, strength) > _spearman(cue, strength)
+
+
 def fit_intensity_calibration(
     features: Sequence[np.ndarray],
     sentiments: Sequence[str],
@@ -192,7 +221,8 @@ def fit_intensity_calibration(
     min_per_polarity: int = MIN_PER_POLARITY,
 ) -> IntensityCalibration | None:
     """The calibration learnt from rated opinions (neutral ones are ignored), None when neither polarity has
-    ``min_per_polarity`` of them."""
+    ``min_per_polarity`` of them or, for either, learnt levels do not order held-out ratings better than the cue
+    rule's (`_learns_more_than_cues`)."""
     fits: dict[str, PolarityFit | None] = {}
     for sentiment, sign in (("positive", 1), ("negative", -1)):
         rows = [i for i, s in enumerate(sentiments) if s == sentiment]
@@ -201,7 +231,7 @@ def fit_intensity_calibration(
             continue
         x = np.vstack([features[i] for i in rows])
         y = np.asarray([ratings[i] for i in rows], dtype=np.float64)
-        fits[sentiment] = _fit_polarity(x, y, sign, scale)
+        fits[sentiment] = _fit_polarity(x, y, sign, scale) if _learns_more_than_cues(x, y, sign, scale) else None
     if fits["positive"] is None and fits["negative"] is None:
         return None
     return IntensityCalibration(fits["positive"], fits["negative"])

@@ -337,7 +337,10 @@ def fit_intensity_from_ratings(
         return fit
     fit.calibration = fit_intensity_calibration(features, sentiments, ratings, RATING_SCALE)
     if fit.calibration is None:
-        fit.skipped_reason = "too few rated opinions of either polarity"
+        fit.skipped_reason = (
+            "neither polarity has enough rated opinions whose learnt levels order held-out ratings better than the "
+            "cue rule"
+        )
     return fit
 
 

@@ -287,14 +287,8 @@ def review_tone(tones: Sequence[tuple[int, int, float]], windows: Sequence[tuple
     view, not the model's answer again; every sentence counts once, however long; a single-sentence document, or
     one whose every sentence names the entity, has no tone.
     """
-    valence = rest_valence(tones, windows)
-    return "neutral" if valence is None else cues.vader_polarity(valence)
-
-
-def rest_valence(tones: Sequence[tuple[int, int, float]], windows: Sequence[tuple[int, int]]) -> float | None:
-    """The mean VADER compound of the sentences outside ``windows`` (``review_tone``'s reading), None without any."""
     rest = _rest_compounds(tones, windows)
-    return sum(rest) / len(rest) if rest else None
+    return cues.vader_polarity(sum(rest) / len(rest)) if rest else "neutral"
 
 
 def _rest_compounds(tones: Sequence[tuple[int, int, float]], windows: Sequence[tuple[int, int]]) -> list[float]:
@@ -368,7 +362,9 @@ def _pool(
     windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
     stated = sentiment != "neutral"
     own = [sentence_window(t, s, e, widen_short=False) for (t, s, e), _ in mentions]
-    valence = rest_valence(tones, own) if tones is not None else None
+    # the document's other sentences, read once for the tone (`review_tone`) and the strength features
+    rest = _rest_compounds(tones, own) if tones is not None else []
+    valence = sum(rest) / len(rest) if rest else None
     tone = "neutral" if valence is None else cues.vader_polarity(valence)
     if not stated and tone != "neutral":
         # every mention is neutral: the author's stance on the entity is read from the rest of the document
@@ -391,7 +387,7 @@ def _pool(
             len(relevant.split()),
             totals["neutral"] / len(opinionated),
             len(_CONTRAST.findall(relevant.lower())),
-            _opposing_share(_rest_compounds(tones or (), own), sentiment),
+            _opposing_share(rest, sentiment),
         )
         if calibration is not None:
             intensity = calibration.level(sentiment, features, intensity)

@@ -220,6 +220,36 @@ def test_predicate_polarity_patterns() -> None:
     assert of("The rooms, which were spotless, faced the sea.", "rooms") is None  # not a predicate of the aspect
 
 
+def test_contrast_polarity_patterns() -> None:
+    from oprag_pipeline.enrich.cues import contrast_polarity
+
+    def of(text: str, aspect: str) -> str | None:
+        start = text.index(aspect)
+        return contrast_polarity(text, start, start + len(aspect))
+
+    # two predicates of the aspect joined by "but": the second decides, read by VADER
+    assert of("The cabin was small but very clean.", "cabin") == "positive"
+    assert of("The guide was friendly but impatient and rude.", "guide") == "negative"
+    assert of("The manual is short but perfectly clear.", "manual") == "positive"
+    assert of("A cramped but comfortable seat.", "seat") == "positive"
+    assert of("The charger was cheap but it is excellent.", "charger") == "positive"
+    # not a second predicate of the aspect: a new subject, an additive "but also", a second part that is not
+    # evaluative, or no "but" at all
+    assert of("The cabin was small, but the bed was comfortable.", "cabin") is None
+    assert of("The guide was friendly but also told us about the town.", "guide") is None
+    assert of("The cabin was small but had two windows.", "cabin") is None
+    assert of("The ending was slow, but still a good novel.", "ending") is None
+    assert of("The cabin was clean and bright.", "cabin") is None
+
+
+def test_the_second_of_two_contrasted_predicates_decides(model: AspectSentimentModel) -> None:
+    for text, aspect, expected in [
+        ("The cabin was small but very clean.", "cabin", "positive"),
+        ("The guide was pleasant but terribly disorganised.", "guide", "negative"),
+    ]:
+        assert model.predict([span(text, aspect)])[0].sentiment == expected, text
+
+
 def test_an_evaluative_predicate_decides(model: AspectSentimentModel) -> None:
     # the committed network reads "im-maculate" and "spot-less" as negative; the predicate rule overrules it
     cases = [("The rooms were immaculate.", "rooms"), ("The rooms were spotless with a full bar.", "rooms")]

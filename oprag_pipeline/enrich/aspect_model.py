@@ -854,6 +854,7 @@ class AspectSentimentModel:
         count: pass all of a document's mentions in one call.
         """
         from oprag_pipeline.enrich.cues import (
+            contrast_polarity,
             implied_polarity,
             intensity_from,
             local_clause,
@@ -882,7 +883,7 @@ class AspectSentimentModel:
             clause = local_clause(window, s, e)
             rule = None
             if self.use_rules and s is not None:
-                rule = implied_polarity(clause) or predicate_polarity(window, e)
+                rule = implied_polarity(clause) or contrast_polarity(window, s, e) or predicate_polarity(window, e)
             p = reading(p, rule, single, clause)
             k = int(p.argmax())
             sentiment = LABELS[k]

@@ -502,6 +502,46 @@ def implied_polarity(clause: str) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------------------------- "A but B"
+# "The room was small but very clean", "small but well appointed rooms", "the staff were nice but very slow": two
+# predicates of one thing joined by "but" weigh towards the second (the argumentative orientation of "but", which
+# VADER also encodes by weighting the words after it more), so the thing takes the second part's polarity. The
+# network reads the whole sentence and often follows the first part ("small" reads negative), and a predicate
+# adjective (`predicate_polarity`) is the first part. The second part must continue the same predicate: it ends
+# where a new subject or object begins ("... but the bed was comfy", "but still a good book" are other opinions, of
+# something else), "but also" adds rather than contrasts, and the first part is a short predicate of the aspect.
+_COPULA = r"(?:is|was|are|were|seemed|seems|looked|looks|felt|feels|remained|stayed|'s|'re)(?:n't| not)?"
+_NOUN_PHRASE_START = re.compile(
+    r"\b(?:the|an?(?! (?:bit|little|tad|lot)\b)|i|we|you|he|she|it|they|me|us|him|them|my|our|your|his|her|"
+    r"their|this|that|these|those|there|here|its|some|which|who|everything|nothing|someone|everyone|nobody|other)\b"
+)
+_PREDICATED_CONTRAST = re.compile(
+    rf"^\s*{_COPULA}\s+(?P<first>(?:[a-z'-]+\s+){{0,5}}?[a-z'-]+)\s*,?\s+but\s+(?!also\b|not only\b)"
+    r"(?:(?:it|they)\s+(?=(?:is|was|are|were)\b))?(?P<second>[^,;:.!?()]{1,80})"
+)
+_ATTRIBUTIVE_CONTRAST = re.compile(
+    r"(?:^|[\s,;:(])(?P<first>[a-z][a-z'-]*)\s*,?\s+but\s+(?!also\b)(?P<second>(?:[a-z][a-z'-]*\s+){1,3})$"
+)
+
+
+def contrast_polarity(window: str, start: int | None, end: int | None) -> str | None:
+    """The polarity of the second of two predicates of the aspect joined by "but" ("<room> was small but very
+    clean" -> positive; "small but well appointed <rooms>" -> positive), or None when the aspect has no such pair
+    or VADER finds the second part not evaluative."""
+    if start is None or end is None:
+        return None
+    low = window.lower()
+    m = _PREDICATED_CONTRAST.match(low[end : end + 140]) or _ATTRIBUTIVE_CONTRAST.search(
+        low[max(0, start - 60) : start]
+    )
+    if m is None or _NOUN_PHRASE_START.search(m.group("first")):
+        return None
+    second = m.group("second")
+    cut = _NOUN_PHRASE_START.search(second)
+    polarity = vader_polarity(vader_compound(second[: cut.start()] if cut else second))
+    return None if polarity == "neutral" else polarity
+
+
 # ------------------------------------------------------------------------------------------ predicate adjectives
 # "The rooms were spotless", "staff were always courteous": an evaluative adjective predicated of the aspect states
 # the opinion outright. The aspect model knows most of these words, but not all (trained on restaurant sentences it

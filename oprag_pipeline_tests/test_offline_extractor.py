@@ -120,6 +120,17 @@ def test_an_opinion_against_the_rest_of_the_review_is_held_one_level_less_strong
     assert graded(f"{complaint} The room was utterly spotless.") == ("positive", "medium")
 
 
+def test_an_entity_praised_in_one_sentence_and_faulted_in_another_is_held_one_level_less_strongly() -> None:
+    # no tone to read (every sentence names the room): the mixed verdict alone lowers the level, whichever side
+    # the pooled probabilities take, with the tone read or not
+    mixed = "The room was utterly spotless. The room was filthy and utterly cramped."
+    for review_tone in (True, False):
+        assert graded(mixed, review_tone=review_tone)[1] == "medium"
+        assert graded("The room was utterly spotless. The room was utterly spotless again.", review_tone)[1] == "high"
+    # a factual mention beside the opinion is no second side
+    assert graded("The room was utterly spotless. Our room was on the fifth floor.") == ("positive", "high")
+
+
 def test_the_tone_setting_is_part_of_the_extractor_version() -> None:
     scorer = ScriptedScorer()
     assert OfflineExtractor(scorer, review_tone=True).version != OfflineExtractor(scorer, review_tone=False).version

@@ -361,6 +361,7 @@ def _pool(
     # the relevant text: every sentence that mentions the entity, in order, each once
     windows = sorted({sentence_window(t, s, e) for (t, s, e), _ in mentions})
     stated = sentiment != "neutral"
+    mixed = {"positive", "negative"} <= {p.sentiment for _, p in opinionated}
     own = [sentence_window(t, s, e, widen_short=False) for (t, s, e), _ in mentions]
     # the document's other sentences, read once for the tone (`review_tone`) and the strength features
     rest = _rest_compounds(tones, own) if tones is not None else []
@@ -370,8 +371,10 @@ def _pool(
         # every mention is neutral: the author's stance on the entity is read from the rest of the document
         sentiment = tone
         confidence = 1.0 - float(totals["neutral"]) / len(opinionated)
-    elif stated and tone not in (sentiment, "neutral"):
-        # a concession: an opinion against the tone of the rest of the document is held less strongly
+    elif stated and (mixed or tone not in (sentiment, "neutral")):
+        # a concession: an opinion against the tone of the rest of the document is held less strongly, and so is
+        # one the author also argued against (the entity praised in one sentence and faulted in another: a mixed
+        # verdict; measured on TripAdvisor per-aspect stars, it brought 3-star aspects nearer the middle)
         intensity = INTENSITY_LEVELS[max(0, INTENSITY_LEVELS.index(intensity) - 1)]
     relevant = " ".join(text[lo:hi].strip() for lo, hi in windows)
     features = None

@@ -76,6 +76,17 @@ def test_an_entity_named_without_an_opinion_takes_the_rest_of_the_review_s_tone(
     assert extract_opinions(liked, review_tone=False) == {"e1": ("neutral", "low", [])}
 
 
+def test_the_feeling_stated_after_the_fact_belongs_to_it_until_another_entity_is_named() -> None:
+    # two short sentences of feeling after the complaint are both read; the staff's sentence and what follows it
+    # are not the room's
+    text = "The room was filthy. Such a hassle. I was furious. The staff were spotless. We were delighted."
+    opinions = extract_opinions(text)
+    assert opinions["e1"] == ("negative", "medium", ["frustration", "anger"])
+    assert opinions["e2"][2] == ["delight"]
+    # a feeling three sentences on is too far to be read as this one's
+    assert extract_opinions("The room was filthy. We went out. It rained. I was furious.")["e1"][2] == []
+
+
 def test_the_review_tone_ignores_the_entity_s_own_sentences_and_needs_an_evaluative_rest() -> None:
     # both sentences are scored neutral by the scripted scorer, though VADER finds the staff's positive: the staff's
     # tone is read outside their sentence, from a rest that states no opinion, so they stay neutral; the room's

@@ -254,16 +254,23 @@ def _adjective_prediction(text: str, start: int, end: int) -> SimplePrediction |
     return SimplePrediction(polarity, intensity, ADJECTIVE_CONFIDENCE, dict(zip(LABELS, probs, strict=True)))
 
 
-def _emotion_text(text: str, windows: Sequence[tuple[int, int]], other_mentions: Sequence[int]) -> str:
-    """The mention's sentence plus the next one unless that one is about another entity: reviewers often state
-    the feeling right after the fact ("The check-in took an hour. Such a hassle.")."""
+def _emotion_text(
+    text: str, windows: Sequence[tuple[int, int]], other_mentions: Sequence[int], following: int = 2
+) -> str:
+    """Each mention's own sentence (``windows``, not widened) plus up to ``following`` sentences after it, up to
+    one about another entity: reviewers often state the feeling right after the fact, sometimes in more than one
+    short sentence ("The check-in took an hour. Such a hassle. I was furious."), and a feeling stated before the
+    fact is about something else."""
     parts = []
     for lo, hi in windows:
         end = hi
-        if hi < len(text):
-            next_lo, next_hi = sentence_window(text, hi, min(hi + 1, len(text)))
-            if next_lo >= hi and not any(next_lo <= start < next_hi for start in other_mentions):
-                end = next_hi
+        for _ in range(following):
+            if end >= len(text):
+                break
+            next_lo, next_hi = sentence_window(text, end, min(end + 1, len(text)), widen_short=False)
+            if next_lo < end or next_hi <= end or any(next_lo <= start < next_hi for start in other_mentions):
+                break
+            end = next_hi
         parts.append(text[lo:end])
     return " ".join(parts)
 
@@ -394,7 +401,7 @@ def _pool(
         )
         if calibration is not None:
             intensity = calibration.level(sentiment, features, intensity)
-    emotions = cues.emotions(_emotion_text(text, windows, other_mentions)) if stated else []
+    emotions = cues.emotions(_emotion_text(text, sorted(set(own)), other_mentions)) if stated else []
     evidence = cues.evidence_type(clause_text)
     impact = opinion_impact(_CONSEQUENCE.search(clause_text) is not None, intensity, evidence)
     opinion = ExtractedOpinion(

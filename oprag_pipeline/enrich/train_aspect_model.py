@@ -570,13 +570,16 @@ Epoch times depend on what else runs on the machine: about 450-550 s per epoch o
 - It does the same with `cues.predicate_polarity`: an evaluative adjective of the attribute lexicon predicated of
   the aspect ("the rooms were spotless", "staff weren't helpful"). The network reads some such words by their
   sub-words ("spotless", "immaculate" come out negative); this rule changes no MAMS test or val prediction.
+- It does the same with `cues.contrast_polarity`: of two predicates of the aspect joined by "but" ("the room was
+  small but very clean"), the second, when VADER reads it as evaluative and no new subject starts it.
 - Intensity (low / medium / high) comes from `cues.intensity_from`: calibrated confidence plus intensity cues.
 - Where a domain's documents carry star ratings, the offline extractor learns its levels from them instead when it
   adapts to the domain (`enrich/intensity.py`, `OPRAG_INTENSITY=ratings`, the default): a regression per polarity
   from the cues, the confidence and the document's tone onto the ratings, built from the user's data.
 - The offline extractor (not this scoring path) also reads the tone of the rest of a document
   (`offline.review_tone`, `OPRAG_DOCUMENT_TONE`): an entity every mention of which is called neutral takes it at
-  low intensity, and an opinion against it is held one level lower.
+  low intensity, and an opinion against it is held one level lower (so is an entity praised in one sentence and
+  faulted in another).
 - `max_context` in `AspectSentimentModel.load` trades accuracy for speed (ATSA test: 80 tokens 0.833, 48 0.830,
   32 0.829, 24 0.811, 16 0.794).
 

@@ -509,3 +509,36 @@ def test_an_adapted_model_reads_intensity_on_the_shipped_scale(model: AspectSent
         for s, b in zip(sharpened, before, strict=True)
         if b.sentiment == "positive"
     )
+
+
+def test_swapped_aspects_keep_the_label_and_mark_the_substitute() -> None:
+    from oprag_pipeline.enrich.train_aspect_model import Example, swap_aspect, swapped_training_set
+
+    text = "Great food but the waiter was rude."
+    rude = Example(AspectItem(text, *span(text, "waiter")[1:]), LABELS.index("negative"))
+    swapped = swap_aspect(rude, "lantern")
+    assert swapped.item.text == "Great food but the lantern was rude."
+    assert swapped.item.aspect == "lantern" and swapped.label == rude.label
+    capital = Example(AspectItem(text, *span(text, "Great food")[1:]), LABELS.index("positive"))
+    assert swap_aspect(capital, "garden hose").item.text.startswith("Garden hose but the waiter")
+    category = Example(AspectItem(text, category="service"), LABELS.index("negative"))
+    assert swap_aspect(category, "lantern") == category  # a category names no word of the sentence
+    data = [rude, category] * 200
+    once, again = (swapped_training_set(data, 0.5, ["lantern", "pebble"], seed=3) for _ in range(2))
+    assert once == again  # one seed, one epoch's substitutions
+    replaced = sum(a != b for a, b in zip(once, data, strict=True))
+    assert 60 < replaced < 140  # about half of the 200 span examples, and never a category one
+    assert all(b == a for a, b in zip(once[1::2], data[1::2], strict=True))
+    assert swapped_training_set(data, 0.5, ["lantern"], seed=4) != once
+    assert swapped_training_set(data, 0.0, ["lantern"], seed=3) == data
+
+
+def test_substitute_nouns_are_common_and_carry_no_opinion() -> None:
+    from oprag_pipeline.enrich.train_aspect_model import substitute_nouns
+    from oprag_pipeline.registry.candidates import opinion_lexicon
+
+    nouns = substitute_nouns()
+    assert len(nouns) > 500 and nouns == sorted(set(nouns))
+    assert not set(nouns) & set(opinion_lexicon())
+    assert {"table", "window", "river"} <= set(nouns)
+    assert all(n.isalpha() and n.islower() for n in nouns)

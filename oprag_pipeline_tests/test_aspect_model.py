@@ -542,3 +542,12 @@ def test_substitute_nouns_are_common_and_carry_no_opinion() -> None:
     assert not set(nouns) & set(opinion_lexicon())
     assert {"table", "window", "river"} <= set(nouns)
     assert all(n.isalpha() and n.islower() for n in nouns)
+
+
+def test_the_trainer_refuses_swapped_aspects_with_joint_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    from oprag_pipeline.enrich.train_aspect_model import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["--mams", "absent", "--out", "absent", "--joint", "--swap-aspects", "0.5"])
+    assert refused.value.code == 2
+    assert "--swap-aspects" in capsys.readouterr().err

@@ -740,7 +740,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--max-int8-loss", type=float, default=0.01)
     ap.add_argument("--from-checkpoint", help="skip training: export and evaluate this state dict (best.pt)")
-    train(ap.parse_args(argv))
+    args = ap.parse_args(argv)
+    if args.joint and args.swap_aspects > 0:
+        ap.error("--swap-aspects replaces the aspect of one example at a time; it does not apply to --joint groups")
+    train(args)
 
 
 if __name__ == "__main__":

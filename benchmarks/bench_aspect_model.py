@@ -67,6 +67,14 @@ from oprag_pipeline.enrich.train_aspect_model import metrics, read_mams  # noqa:
 from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS as ASPECT_TERMS  # noqa: E402
 from oprag_pipeline.schema import DocumentInput, RegistryEntity, sentiment_intensity  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extractor_sets import (  # noqa: E402
+    demo_emotions_section,
+    dmaste_unseen_section,
+    goemotions_section,
+    strength_section,
+)
+
 # TripAdvisor's <Rating> columns: Overall, Value, Rooms, Location, Cleanliness, Check-in/front desk, Service, Business
 RATING_COLUMN = {"value": 1, "rooms": 2, "location": 3, "cleanliness": 4, "checkin": 5, "service": 6}
 MEMD_DOMAINS = ("Books", "Clothing", "Hotel")
@@ -858,6 +866,10 @@ def main() -> None:
             "self",
             "quantisation",
             "throughput",
+            "dmaste",
+            "goemotions",
+            "strength",
+            "demo",
         ],
     )
     ap.add_argument(
@@ -882,6 +894,15 @@ def main() -> None:
         if candidate is not None:
             scorers["candidate"] = labels(candidate)
         memd_section(args, scorers)
+    models = {"now": new, **({"candidate": candidate} if candidate is not None else {})}
+    if "dmaste" not in args.skip:
+        dmaste_unseen_section(SHARED, {**models, "VADER": vader})
+    if "goemotions" not in args.skip:
+        goemotions_section(SHARED, models)
+    if "strength" not in args.skip:
+        strength_section(SHARED, models)
+    if "demo" not in args.skip:
+        demo_emotions_section({name: OfflineExtractor(scorer=m) for name, m in models.items()})
     if "adaptation" not in args.skip:
         adaptation_section(args, new)
     if "tripadvisor" not in args.skip:
@@ -889,6 +910,11 @@ def main() -> None:
         if candidate is not None:
             scorers_ta.append(("cand", candidate))
         extractors = {n: OfflineExtractor(scorer=s) for n, s in scorers_ta}
+        if candidate is not None and candidate.intensity_source == "strength":
+            # the candidate's polarity with the cue rule's intensity instead of its strength head
+            cues_view = AspectSentimentModel.load(args.candidate, threads=args.threads)
+            cues_view.intensity_source = "cues"
+            extractors["cand-cue"] = OfflineExtractor(scorer=cues_view)
         # the committed path with OPRAG_DOCUMENT_TONE=ignore: no tone read from the rest of the review
         extractors["no-tone"] = OfflineExtractor(scorer=new, review_tone=False)
         tripadvisor_section(args, extractors)

@@ -107,6 +107,10 @@ class AspectPrediction:
     confidence: float
     scores: dict[str, float] = field(default_factory=dict)
     intensity_score: float = 0.0
+    # a model with an emotion head: the probability of each emotion it was trained on, read in the aspect's window
+    emotion_scores: dict[str, float] = field(default_factory=dict)
+    # a model with a strength head: the window's rating on -1 (very negative) .. +1 (very positive); None without
+    strength: float | None = None
 
     @property
     def sentiment_intensity(self) -> int:
@@ -508,6 +512,20 @@ def as_item(x: ItemLike) -> AspectItem:
 
 
 FEATURES_OUTPUT = "aspect_features"
+# The outputs of a model trained with emotion and strength heads (oprag_training.train_extractor), in row order.
+HEAD_OUTPUTS: tuple[str, ...] = ("emotion_logits", "strength")
+
+
+def strength_level(strength: float, sentiment: str, cuts: tuple[float, float]) -> tuple[str, float]:
+    """The intensity level of an opinion from the strength head's rating of its window (-1..+1) and the cuts the
+    trainer set on the rated sentences' |rating| (a third of them in each level): the rating toward the opinion's
+    own side decides; a window rated on the other side, or a neutral opinion, is "low"."""
+    if sentiment == "neutral":
+        return "low", 0.0
+    toward = strength if sentiment == "positive" else -strength
+    medium_from, high_from = cuts
+    level = "high" if toward >= high_from else "medium" if toward >= medium_from else "low"
+    return level, float(min(1.0, max(0.0, toward)))
 
 
 def with_features_output(model_bytes: bytes) -> bytes:
@@ -629,6 +647,9 @@ class AspectSentimentModel:
         workers: int | None = None,
         train_prior: Sequence[float] | None = None,
         target_prior: Sequence[float] | None = REVIEW_TARGET_PRIOR,
+        emotion_labels: Sequence[str] = (),
+        emotion_untrained: Sequence[str] = (),
+        strength_cuts: tuple[float, float] | None = None,
     ) -> None:
         self.session = session
         self.encoder = encoder
@@ -649,7 +670,15 @@ class AspectSentimentModel:
         self.label_bias: np.ndarray | None = None
         # "joint": the graph reads all aspects of a window in one pass (AspectEncoder.encode_joint)
         self.joint = "anchor_batch" in self._input_names
-        self._has_features = FEATURES_OUTPUT in {o.name for o in session.get_outputs()}
+        output_names = {o.name for o in session.get_outputs()}
+        self._has_features = FEATURES_OUTPUT in output_names
+        # the emotion and strength heads read the same encoder pass as the polarity head (HEAD_OUTPUTS)
+        self.head_outputs = [name for name in HEAD_OUTPUTS if name in output_names]
+        self.emotion_labels: tuple[str, ...] = tuple(emotion_labels)
+        self.emotion_trained: tuple[str, ...] = tuple(e for e in self.emotion_labels if e not in set(emotion_untrained))
+        self.strength_cuts: tuple[float, float] | None = strength_cuts
+        # where the intensity level comes from: "strength" (the head, when the model has one) or "cues"
+        self.intensity_source = "strength" if "strength" in self.head_outputs and strength_cuts else "cues"
         # a domain's residual head (fit_residual_head): (W, b) on the head's input features; None: not adapted
         self.residual_head: tuple[np.ndarray, np.ndarray] | None = None
         # an adapted model reads intensity on the unadapted probabilities (see ``predict``); False: on the adapted
@@ -692,7 +721,18 @@ class AspectSentimentModel:
         prior = meta.get("train_label_prior")
         train_prior = [float(prior[label]) for label in LABELS] if prior else None
         encoder = AspectEncoder.from_dir(directory, max_context=max_context)
-        return cls(session, encoder, temperature=temperature, workers=threads, train_prior=train_prior)
+        heads = meta.get("heads", {})
+        cuts = heads.get("strength_cuts")
+        return cls(
+            session,
+            encoder,
+            temperature=temperature,
+            workers=threads,
+            train_prior=train_prior,
+            emotion_labels=heads.get("emotions", ()),
+            emotion_untrained=heads.get("emotions_without_training_data", ()),
+            strength_cuts=(float(cuts["medium_from"]), float(cuts["high_from"])) if cuts else None,
+        )
 
     def logits(self, items: Iterable[ItemLike]) -> np.ndarray:
         """Raw logits (n, 3) in ``LABELS`` order; windows are scored once and cached."""
@@ -707,13 +747,31 @@ class AspectSentimentModel:
         """The classifier head's input for each item (n, 768): what a residual head is fitted on."""
         if not self.exposes_features:
             raise ValueError("this graph exposes no head features (see with_features_output)")
-        return self._rows([as_item(x) for x in items], with_features=True)[:, len(LABELS) :]
+        return self._rows([as_item(x) for x in items], with_features=True)[:, self._features_from :]
+
+    @property
+    def _features_from(self) -> int:
+        """Where the head features start in a scored row: after the logits and the other heads' outputs."""
+        return len(LABELS) + (len(self.emotion_labels) + 1 if self.head_outputs else 0)
+
+    def heads(self, items: Iterable[ItemLike]) -> tuple[np.ndarray, np.ndarray]:
+        """The emotion probabilities (n, len(emotion_labels)) and the strength (n,) of each item's window, from the
+        same cached encoder pass as its polarity."""
+        if not self.head_outputs:
+            raise ValueError("this model has no emotion or strength head")
+        rows = self._rows([as_item(x) for x in items], with_features=False)
+        return self._split_heads(rows)
+
+    def _split_heads(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k = len(self.emotion_labels)
+        emotions = 1.0 / (1.0 + np.exp(-rows[:, len(LABELS) : len(LABELS) + k].astype(np.float64)))
+        return emotions, rows[:, len(LABELS) + k].astype(np.float64)
 
     def _rows(self, its: Sequence[AspectItem], with_features: bool) -> np.ndarray:
         """Per item: the logits, then (``with_features``) the head features; scored once and cached. The features
         are fetched only when asked for (a fit, an adapted model), so an unadapted model's cache holds 3 numbers per
         window, not 771 (the graph with the extra output scored MAMS ATSA test in the same CPU time as without)."""
-        outputs = ["logits", FEATURES_OUTPUT] if with_features else ["logits"]
+        outputs = ["logits", *self.head_outputs, *([FEATURES_OUTPUT] if with_features else [])]
         if self.joint:
             return self._joint_logits(its, outputs)
         tag = "\x1dfeatures" if with_features else ""
@@ -817,9 +875,14 @@ class AspectSentimentModel:
 
     def _probabilities(self, its: Sequence[AspectItem]) -> tuple[np.ndarray, np.ndarray]:
         """``probabilities`` before and after the domain's adaptation (the same array when not adapted)."""
+        base, probs, _ = self._scored(its)
+        return base, probs
+
+    def _scored(self, its: Sequence[AspectItem]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``_probabilities`` and the scored rows they came from (logits, the other heads, features if asked)."""
         if not its:
             empty = np.zeros((0, len(LABELS)))
-            return empty, empty
+            return empty, empty, np.zeros((0, self._features_from))
         rows = self._rows(its, with_features=self.residual_head is not None)
         logits = rows[:, : len(LABELS)]
         prior = self.train_prior if self.correct_prior else None
@@ -839,10 +902,11 @@ class AspectSentimentModel:
         base = probs
         if self.residual_head is not None:
             w, b = self.residual_head
-            probs = softmax(np.log(np.clip(probs, 1e-12, 1.0)) + rows[:, len(LABELS) :].astype(np.float64) @ w + b)
+            features = rows[:, self._features_from :].astype(np.float64)
+            probs = softmax(np.log(np.clip(probs, 1e-12, 1.0)) + features @ w + b)
         if self.label_bias is not None:
             probs = softmax(np.log(np.clip(probs, 1e-12, 1.0)) + self.label_bias)
-        return base, probs
+        return base, probs, rows
 
     def predict(
         self, items: Sequence[ItemLike], other_aspects: Sequence[tuple[str, int, int]] = ()
@@ -863,7 +927,11 @@ class AspectSentimentModel:
         )
 
         its = [as_item(x) for x in items]
-        base_probs, probs = self._probabilities(its)
+        base_probs, probs, rows = self._scored(its)
+        if self.head_outputs and len(its):
+            emotion_probs, strengths = self._split_heads(rows)
+        else:
+            emotion_probs, strengths = np.zeros((len(its), 0)), np.full(len(its), np.nan)
         adapted = self.intensity_on_base and base_probs is not probs
         alone = alone_in_clause(its, other_aspects) if self.use_lexicon else [False] * len(its)
         preds = []
@@ -878,7 +946,9 @@ class AspectSentimentModel:
                 p = lexicon_tiebreak(p, vader_compound(clause))
             return p
 
-        for it, p_base, p, single in zip(its, base_probs, probs, alone, strict=True):
+        for it, p_base, p, single, emotion_p, strength in zip(
+            its, base_probs, probs, alone, emotion_probs, strengths, strict=True
+        ):
             window, s, e = self.encoder.window(it)
             clause = local_clause(window, s, e)
             rule = None
@@ -891,6 +961,8 @@ class AspectSentimentModel:
             # scale, which the intensity cuts were set on (a head sharpens or flattens the probabilities)
             scale = reading(p_base, rule, single, clause) if adapted else p
             level, score = intensity_from(window, sentiment, scale, s, e)
+            if self.intensity_source == "strength" and self.strength_cuts and not np.isnan(strength):
+                level, score = strength_level(float(strength), sentiment, self.strength_cuts)
             preds.append(
                 AspectPrediction(
                     sentiment=sentiment,
@@ -898,6 +970,12 @@ class AspectSentimentModel:
                     confidence=float(p[k]),
                     scores={lab: float(v) for lab, v in zip(LABELS, p, strict=True)},
                     intensity_score=score,
+                    emotion_scores={
+                        emotion: float(v)
+                        for emotion, v in zip(self.emotion_labels, emotion_p, strict=False)
+                        if emotion in self.emotion_trained
+                    },
+                    strength=None if np.isnan(strength) else float(strength),
                 )
             )
         return preds

@@ -275,6 +275,25 @@ def _emotion_text(
     return " ".join(parts)
 
 
+# An emotion is stated when the model's emotion head gives it at least this probability in one of the opinion's
+# mention windows: the head was trained with a sigmoid per emotion (a multi-label loss), so 0.5 is where "present"
+# becomes likelier than "absent"; nothing was tuned on a measured corpus.
+EMOTION_PROBABILITY = 0.5
+
+
+def opinion_emotions(predictions: Sequence[Any], emotion_text: str) -> list[str]:
+    """The emotions of an opinion: where the scorer has an emotion head, the emotions it finds in any of the
+    mentions that carry the opinion, and the cue lexicon's reading of ``emotion_text`` (the mentions' sentences and
+    the ones after them) only for emotions the head was not trained on; a scorer without a head: the cues alone."""
+    heads = [getattr(p, "emotion_scores", None) or {} for p in predictions]
+    trained = {e for scores in heads for e in scores}
+    if not trained:
+        return cues.emotions(emotion_text)
+    found = {e for scores in heads for e, v in scores.items() if v >= EMOTION_PROBABILITY}
+    found |= {e for e in cues.emotions(emotion_text) if e not in trained}
+    return [e for e in cues.EMOTIONS if e in found]
+
+
 def sentence_tones(text: str) -> list[tuple[int, int, float]]:
     """(start, end, VADER compound) of each non-empty sentence: scored once per document, read by every entity."""
     bounds = sentence_bounds(text)
@@ -401,7 +420,8 @@ def _pool(
         )
         if calibration is not None:
             intensity = calibration.level(sentiment, features, intensity)
-    emotions = cues.emotions(_emotion_text(text, sorted(set(own)), other_mentions)) if stated else []
+    emotions = opinion_emotions([p for _, p in agreeing], _emotion_text(text, sorted(set(own)), other_mentions))
+    emotions = emotions if stated else []
     evidence = cues.evidence_type(clause_text)
     impact = opinion_impact(_CONSEQUENCE.search(clause_text) is not None, intensity, evidence)
     opinion = ExtractedOpinion(

@@ -129,6 +129,27 @@ def _domain_arguments(names: tuple[str, ...] | list[str]) -> list[str]:
     return list(names)
 
 
+def _unknown_domain(names: list[str]) -> click.ClickException:
+    """One line naming the unknown domain(s) and the ones that exist (or how to make one)."""
+    available = settings.list_domains()
+    what = f"unknown domain{'s' if len(names) > 1 else ''} {', '.join(repr(n) for n in names)}"
+    if available:
+        return click.ClickException(
+            f"{what}; existing domains: {', '.join(available)} (folders in {settings.raw_dir()})"
+        )
+    return click.ClickException(
+        f"{what}: there are no domains in {settings.raw_dir()} yet; run `oprag generate-demo` or `oprag import`"
+    )
+
+
+def _existing_domain(name: str) -> str:
+    """A domain a reading command (query, ask) acts on: a safe name with a folder under raw/."""
+    _domain_arguments([name])
+    if name not in settings.list_domains():
+        raise _unknown_domain([name])
+    return name
+
+
 def _runnable_domains(domains: tuple[str, ...]) -> list[str]:
     """The domains a run or report acts on: named ones must exist and hold input files; unnamed = all usable."""
     from oprag_pipeline.ingest.readers import scan_input_files
@@ -138,7 +159,7 @@ def _runnable_domains(domains: tuple[str, ...]) -> list[str]:
     if named:
         unknown = sorted(set(named) - set(available))
         if unknown:
-            raise click.UsageError(f"no input folder for domain(s) {', '.join(unknown)} under {settings.raw_dir()}")
+            raise _unknown_domain(unknown)
         chosen = named
     else:
         for reason in settings.refused_domain_folders().values():
@@ -240,12 +261,31 @@ def generate_demo_command(docs: int, seed: int) -> None:
     click.echo(f"{sum(result.domains.values()):,} documents in {elapsed:.1f} s")
 
 
-@main.command("import")
-@click.argument(
-    "fmt",
-    metavar="FORMAT",
-    type=click.Choice(["tripadvisor", "ukpconvarg", "semeval-absa", "memd-absa", "huliu", "opiniobank", "table"]),
-)
+IMPORT_FORMATS = {
+    "table": "your own CSV, TSV, JSON lines, JSON array or Parquet table (see --text-col)",
+    "tripadvisor": "TripAdvisor hotel reviews in the LARA text format (hotel_<id>_parsed.txt)",
+    "ukpconvarg": "UKPConvArg1 debate arguments flattened to JSON lines",
+    "semeval-absa": "SemEval 2014/2015/2016 aspect-sentiment XML, and MAMS",
+    "memd-absa": "MEMD-ABSA JSON arrays of sentences with aspect quadruples",
+    "huliu": "Hu & Liu customer-review text files (one product per file)",
+    "opiniobank": "OpinioBank JSON (one object per hotel with its user reviews)",
+}
+"""The formats of `oprag import` (the converters are `importers.IMPORTERS`), each with one line for --help."""
+
+
+def _import_help() -> str:
+    width = max(len(name) for name in IMPORT_FORMATS)
+    lines = "\n".join(f"  {name.ljust(width)}  {summary}" for name, summary in IMPORT_FORMATS.items())
+    return (
+        "Convert a public opinion corpus FORMAT at SOURCE into data/raw/DOMAIN/.\n\n"
+        f"\b\nFORMAT is one of:\n{lines}\n\n"
+        "\b\nExample, your own CSV:\n"
+        "  oprag import table reviews.csv --domain mine --text-col review --scope-col product"
+    )
+
+
+@main.command("import", help=_import_help())
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(list(IMPORT_FORMATS)))
 @click.argument("source", type=click.Path(exists=True))
 @click.option("--domain", required=True, help="Target domain: the files go to data/raw/DOMAIN/.")
 @click.option("--text-col", help="table: column holding the text.")
@@ -256,12 +296,11 @@ def generate_demo_command(docs: int, seed: int) -> None:
 @click.option("--date-col", help="table: date column.")
 @click.option("--rating-col", help="table: rating column.")
 def import_command(fmt: str, source: str, domain: str, **columns: str | None) -> None:
-    """Convert a public opinion corpus FORMAT at SOURCE into data/raw/DOMAIN/."""
     from oprag_pipeline.importers import run_import
 
     options = {k: v for k, v in columns.items() if v}
     if fmt == "table" and "text_col" not in options:
-        raise click.UsageError("the table format needs --text-col")
+        options["text_col"] = _guess_text_column(Path(source))
     if fmt != "table" and options:
         raise click.UsageError(f"column options apply to the table format only, not {fmt}")
     from oprag_pipeline.importers import output_path
@@ -285,6 +324,22 @@ def import_command(fmt: str, source: str, domain: str, **columns: str | None) ->
     for path in result.files_written:
         click.echo(f"wrote {path}")
     click.echo(f"{result.documents:,} documents imported into domain {domain!r}")
+
+
+def _guess_text_column(source: Path) -> str:
+    """The text column of a table when its name says so, else an error listing the columns found."""
+    from oprag_pipeline.importers.table import TEXT_COLUMN_GUESSES, columns, guess_text_column
+
+    found = columns(source)
+    guess = guess_text_column(found)
+    if guess is not None:
+        click.echo(f"--text-col not given: using the column {guess!r}", err=True)
+        return guess
+    if not found:
+        raise click.UsageError(f"the table format needs --text-col, and no readable table with columns is at {source}")
+    candidates = [name for name in found if name.strip().lower() in TEXT_COLUMN_GUESSES]
+    why = f"several could be the text ({', '.join(candidates)})" if candidates else "none is plainly the text"
+    raise click.UsageError(f"the table format needs --text-col: {why}; columns found in {source}: {', '.join(found)}")
 
 
 @main.command("run")
@@ -451,7 +506,7 @@ def query_command(
     if mode == "groups" and kb != "enriched":
         raise click.UsageError("--mode groups needs the enriched KB's opinion and author payload (--kb enriched)")
     check_configuration(pipeline=False)
-    _domain_arguments([domain])
+    _existing_domain(domain)
     check_qdrant_reachable()
     check_warehouse_readable()
     from oprag_pipeline.analysis.query import (
@@ -543,7 +598,7 @@ def ask_command(
     from oprag_pipeline.schema import cost_label
 
     check_configuration(pipeline=False)
-    _domain_arguments([domain])
+    _existing_domain(domain)
     check_qdrant_reachable()
     check_warehouse_readable()
     from oprag_pipeline.generate.api import ask

@@ -81,6 +81,69 @@ def test_run_rejects_unknown_domain(data_dir: Path) -> None:
     assert result.exit_code != 0 and "nope" in result.output
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Errors that point the way (issue 38, item 9)
+
+
+def test_import_help_lists_every_format() -> None:
+    from oprag_pipeline.cli import IMPORT_FORMATS
+    from oprag_pipeline.importers import IMPORTERS
+
+    assert set(IMPORT_FORMATS) == set(IMPORTERS)
+    result = CliRunner().invoke(main, ["import", "--help"])
+    assert result.exit_code == 0, result.output
+    listed = [line.split()[0] for line in result.output.splitlines() if line.startswith("    ") and line.split()]
+    assert set(IMPORTERS) <= set(listed), result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--domain", "nosuchdomain"],
+        ["report", "--domain", "nosuchdomain"],
+        ["query", "is the lid sturdy?", "--domain", "nosuchdomain"],
+        ["ask", "is the lid sturdy?", "--domain", "nosuchdomain"],
+    ],
+)
+def test_unknown_domain_lists_the_existing_ones(data_dir: Path, command: list[str]) -> None:
+    write_lines(data_dir / "raw/shop/a.jsonl", ['{"doc_id": "1", "text": "x"}'])
+    write_lines(data_dir / "raw/hotels/a.jsonl", ['{"doc_id": "1", "text": "x"}'])
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code != 0 and isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert result.output.strip().splitlines() == [
+        f"Error: unknown domain 'nosuchdomain'; existing domains: hotels, shop (folders in {data_dir / 'raw'})"
+    ]
+
+
+def test_unknown_domain_without_any_domain_says_how_to_make_one(data_dir: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--domain", "nosuchdomain"])
+    assert result.exit_code != 0
+    (line,) = result.output.strip().splitlines()
+    assert "unknown domain 'nosuchdomain'" in line and "oprag generate-demo" in line and "oprag import" in line
+
+
+def test_import_table_without_text_col_lists_the_columns_found(data_dir: Path, tmp_path: Path) -> None:
+    source = write_lines(tmp_path / "export.csv", ["id,words,stars", "a,Battery lasts two days.,5"])
+    result = CliRunner().invoke(main, ["import", "table", str(source), "--domain", "phones"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"columns found in {source}: id, words, stars" in result.output
+    assert "--text-col" in result.output
+    assert not (data_dir / "raw/phones").exists()
+    ambiguous = write_lines(tmp_path / "two.csv", ["id,review,text", "a,Battery lasts two days.,Good"])
+    result = CliRunner().invoke(main, ["import", "table", str(ambiguous), "--domain", "phones"])
+    assert result.exit_code == 2 and "several could be the text (review, text)" in result.output
+
+
+def test_import_table_guesses_a_plain_text_column(data_dir: Path, tmp_path: Path) -> None:
+    source = write_lines(tmp_path / "export.jsonl", ['{"id": "a", "Review": "Battery lasts two days."}'])
+    result = CliRunner().invoke(main, ["import", "table", str(source), "--domain", "phones", "--id-col", "id"])
+    assert result.exit_code == 0, result.output
+    assert "using the column 'Review'" in result.output
+    rows = [json.loads(line) for path in (data_dir / "raw/phones").glob("*.jsonl") for line in path.open()]
+    assert [(r["doc_id"], r["text"]) for r in rows] == [("a", "Battery lasts two days.")]
+
+
 @pytest.mark.slow  # several seconds: a Dagster run, a subprocess or a long simulation
 def test_generate_demo_then_run(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
@@ -100,7 +163,8 @@ def test_import_table_with_column_mapping(data_dir: Path, tmp_path: Path) -> Non
         tmp_path / "export.csv", ["id,body,stars", "a,Battery lasts two days.,5", "b,Screen scratched in a week.,2"]
     )
     runner = CliRunner()
-    missing = runner.invoke(main, ["import", "table", str(source), "--domain", "phones"])
+    other = write_lines(tmp_path / "other.csv", ["id,words,stars", "a,Battery lasts two days.,5"])
+    missing = runner.invoke(main, ["import", "table", str(other), "--domain", "phones"])
     assert missing.exit_code != 0 and "--text-col" in missing.output
     result = runner.invoke(
         main,

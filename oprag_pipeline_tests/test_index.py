@@ -138,7 +138,7 @@ def test_query_cli_prints_hits_and_distributions(indexed, monkeypatch: pytest.Mo
     misuse = CliRunner().invoke(main, ["query", "breakfast", "--domain", "hotels", "--group-weight", "0.3"])
     assert misuse.exit_code != 0 and "--mode groups" in misuse.output
     missing = CliRunner().invoke(main, ["query", "x", "--domain", "nowhere"])
-    assert missing.exit_code != 0 and "materialize the index first" in missing.output
+    assert missing.exit_code != 0 and "unknown domain 'nowhere'; existing domains: hotels" in missing.output
 
 
 class VectorlessStore:

@@ -136,6 +136,29 @@ def iter_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str |
     raise ValueError(f"{path}: unsupported table type {suffix!r}; expected one of {', '.join(SUFFIXES)}")
 
 
+TEXT_COLUMN_GUESSES = ("text", "review_text", "review", "body", "content", "comment")
+"""Column names taken for the text when `text_col` is not given, if exactly one of them (case-insensitively) is
+in the table; anything else is a question for the user."""
+
+
+def columns(source: Path) -> list[str]:
+    """The column names of the first record of the first table file in `source` (empty if none is readable)."""
+    for path in list_source_files(source, SUFFIXES):
+        try:
+            for _number, record, _problem in iter_records(path):
+                if record is not None:
+                    return [str(name) for name in record]
+        except (OSError, UnicodeError, ValueError):
+            continue
+    return []
+
+
+def guess_text_column(names: list[str]) -> str | None:
+    """The one column among `names` that is plainly the text (see `TEXT_COLUMN_GUESSES`), else None."""
+    found = [name for name in names if name.strip().lower() in TEXT_COLUMN_GUESSES]
+    return found[0] if len(found) == 1 else None
+
+
 def _row_hash(record: dict[str, Any]) -> str:
     return short_hash(json.dumps(record, sort_keys=True, ensure_ascii=False, default=str))
 

@@ -204,3 +204,107 @@ def test_the_page_escapes_what_documents_say() -> None:
     assert "<script>" not in html_text and "<b>bold" not in html_text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html_text
     assert html_text.count("<svg") == 1 and 'class="bar-negative"' in html_text
+
+
+# ---- which sentences are quoted: invented posts about a phone's battery ------------------------------------------
+
+BATTERY = RegistryEntity("e3", "battery", ("battery life",))
+BATTERY_CORPUS = CorpusDistribution("e3", "battery", {20: 40, 0: 10, -20: 30})
+
+
+def battery_passage(rank: int, text: str, sigma: int, impact: int = 10, doc: str | None = None) -> Passage:
+    sentiment = "positive" if sigma > 0 else "negative" if sigma < 0 else "neutral"
+    opinion = PassageOpinion("e3", "battery", sentiment, LEVEL[sigma], sigma, impact)
+    return Passage(rank, f"p{rank}", doc or f"post-{rank}", 1.0 - rank / 100, text, (opinion,))
+
+
+BATTERY_PASSAGES = [
+    # the strongest negative post opens with a self-introduction: the introduction is not its evidence
+    battery_passage(1, "Long-time lurker, first post here. The battery dies before lunch every day.", -20, impact=30),
+    # nothing in it states an opinion: a question and an introduction
+    battery_passage(2, "Retired teacher, 3 phones so far. Is it normal that it gets warm?", -20, impact=30),
+    # higher impact than post-4, but it never says what it is about
+    battery_passage(3, "Honestly a terrible purchase, I regret it.", -20, impact=30),
+    battery_passage(4, "Battery life is poor compared with my old phone.", -20, impact=10),
+    # the same sentence posted three times, twice word for word (case and punctuation aside), once near-verbatim
+    battery_passage(5, "The battery lasts two full days, which is great.", 20, impact=20),
+    battery_passage(6, "the battery lasts two full days which is great!!", 20, impact=20),
+    battery_passage(7, "The battery lasts two full days, which is really great.", 20, impact=20),
+    battery_passage(8, "I like that the battery charges fast.", 20, impact=10),
+    battery_passage(9, "The battery is 4000 mAh.", 0),
+    battery_passage(10, "The battery is 4000 mAh.", 0, doc="post-9-copy"),
+]
+
+
+def battery_context(kb: str = "enriched") -> AnswerContext:
+    return AnswerContext(
+        question="Is the battery any good?",
+        domain="phones",
+        kb=kb,
+        mode="balanced" if kb == "enriched" else "hybrid",
+        k=len(BATTERY_PASSAGES),
+        entities=[BATTERY_CORPUS],
+        passages=BATTERY_PASSAGES,
+        registry={"e3": BATTERY},
+    )
+
+
+def test_sentences_without_an_opinion_of_the_entity_are_not_quoted() -> None:
+    from oprag_pipeline.generate.evidence import quotable
+
+    assert quotable("Retired teacher, 3 phones so far. Is it normal that it gets warm?", BATTERY) == []
+    for kb in ("enriched", "raw"):
+        texts = [q.text for q in compose_offline(battery_context(kb)).quotes]
+        assert "The battery dies before lunch every day." in texts  # its opinion, not its introduction
+        assert not any("lurker" in t or "teacher" in t or t.endswith("?") for t in texts), (kb, texts)
+        assert "post-2" not in [q.doc_id for q in compose_offline(battery_context(kb)).quotes]
+
+
+def test_no_quote_is_shown_twice_even_from_different_documents() -> None:
+    from oprag_pipeline.generate.evidence import near_duplicate, normalised
+
+    assert near_duplicate(BATTERY_PASSAGES[4].text, BATTERY_PASSAGES[5].text)  # exact once normalised
+    assert near_duplicate(BATTERY_PASSAGES[4].text, BATTERY_PASSAGES[6].text)  # one word added: Jaccard 8/9
+    assert not near_duplicate("The battery was cold.", "The battery was lovely.")
+    for kb in ("enriched", "raw"):
+        answer = compose_offline(battery_context(kb))
+        seen = [normalised(q.text) for q in answer.quotes]
+        assert len(seen) == len(set(seen)), (kb, seen)
+        assert sum("two full days" in q.text for q in answer.quotes) == 1
+        assert sum("4000 mAh" in q.text for q in answer.quotes) <= 1
+        for a_index, a in enumerate(answer.quotes):
+            assert not any(near_duplicate(a.text, b.text) for b in answer.quotes[a_index + 1 :])
+    positive = [q.doc_id for q in compose_offline(battery_context()).quotes if q.sentiment == "positive"]
+    assert positive == ["post-5", "post-8"]  # the repeats give way to the next different evidence
+
+
+def test_quotes_that_name_the_entity_come_first() -> None:
+    answer = compose_offline(battery_context())
+    negative = [q for q in answer.quotes if q.sentiment == "negative"]
+    # post-3 has the same impact as post-1 and more than post-4, but does not say what it is about
+    assert [q.doc_id for q in negative] == ["post-1", "post-4"]
+    assert all("battery" in q.text.lower() for q in negative)
+    no_name = battery_context()
+    no_name.passages = [BATTERY_PASSAGES[2]]  # with nothing better, an evaluative sentence without the name is kept
+    assert [q.text for q in compose_offline(no_name).quotes] == ["Honestly a terrible purchase, I regret it."]
+
+
+def test_the_page_shows_each_quote_once_and_names_plain_rag_passages() -> None:
+    from oprag_pipeline.generate.api import AskResult
+    from oprag_pipeline.generate.web import PLAIN_QUOTES_HEADING, answer_panel
+
+    for kb in ("enriched", "raw"):
+        ctx = battery_context(kb)
+        answer = compose_offline(ctx)
+        page = answer_panel("answer", AskResult(answer, ctx))
+        for quote in answer.quotes:
+            assert page.count(f"<q>{quote.text}</q>") == 1, (kb, quote.text)
+        assert "unlabelled" not in page
+    plain = compose_offline(battery_context("raw"))
+    page = answer_panel("answer", AskResult(plain, battery_context("raw")))
+    assert page.count(PLAIN_QUOTES_HEADING.capitalize()) == 1  # on the page; the text stays blind for the judge
+    assert "plain" not in plain.text.lower()
+    # quotes an LLM lists beside its prose (not in it) are shown once, under a heading that says what they are
+    listed = Answer(**{**plain.to_dict(), "text": "Mixed views.", "quotes": [*plain.quotes, plain.quotes[0]]})
+    page = answer_panel("answer", AskResult(listed, battery_context("raw")))
+    assert PLAIN_QUOTES_HEADING in page and page.count(f"<q>{plain.quotes[0].text}</q>") == 1

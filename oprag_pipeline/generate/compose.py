@@ -9,10 +9,9 @@ with no statistics, so the two can be read and measured side by side.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
-from oprag_pipeline.generate.context import AnswerContext, CorpusDistribution, Passage, sentence_about, side_of
+from oprag_pipeline.generate.context import AnswerContext, CorpusDistribution, Passage, side_of
+from oprag_pipeline.generate.evidence import QuoteDeduplicator, quotable
 from oprag_pipeline.index.balancing import proportional_quotas
 
 WRITER = "offline"
@@ -56,22 +55,32 @@ def _strength(passage: Passage, entity_id: str) -> tuple:
     return (-opinion.impact_score, -abs(opinion.sentiment_intensity), passage.rank)
 
 
-def side_quotes(context: AnswerContext, entity_id: str) -> dict[str, list[tuple[Quote, Passage]]]:
-    """Per side, the strongest retrieved evidence about the entity (impact, then intensity, then relevance); one
-    quote per document."""
+def side_quotes(
+    context: AnswerContext, entity_id: str, shown: QuoteDeduplicator | None = None
+) -> dict[str, list[tuple[Quote, Passage]]]:
+    """Per side, the strongest retrieved evidence about the entity: passages whose quotable sentence names the
+    entity first, then by impact, intensity and relevance; one quote per document, none repeated (`shown` carries
+    the quotes already in the answer), none without an opinion of the entity (`evidence.quotable`)."""
     entity = context.registry.get(entity_id)
-    by_side: dict[str, list[Passage]] = {side: [] for side in SIDES}
+    shown = shown if shown is not None else QuoteDeduplicator()
+    by_side: dict[str, list[tuple[Passage, list[str], bool]]] = {side: [] for side in SIDES}
     for passage in context.passages:
         opinion = passage.opinion_on(entity_id)
-        if opinion is not None:
-            by_side[side_of(opinion.sentiment_intensity)].append(passage)
+        if opinion is None:
+            continue
+        candidates = quotable(passage.text, entity)
+        if candidates:
+            texts = [clip(c.text) for c in candidates]
+            by_side[side_of(opinion.sentiment_intensity)].append((passage, texts, candidates[0].names_entity))
     chosen: dict[str, list[tuple[Quote, Passage]]] = {}
-    for side, passages in by_side.items():
+    for side, found in by_side.items():
         seen: set[str] = set()
         picked = []
-        for passage in sorted(passages, key=lambda p: _strength(p, entity_id)):
-            text = clip(sentence_about(passage.text, entity))
-            if not text or passage.doc_id in seen:
+        for passage, texts, _names in sorted(found, key=lambda f: (not f[2], _strength(f[0], entity_id))):
+            if passage.doc_id in seen:
+                continue
+            text = shown.first_new(texts)
+            if text is None:
                 continue
             seen.add(passage.doc_id)
             picked.append((Quote(passage.doc_id, text, entity_id, side, passage.point_id), passage))
@@ -112,6 +121,7 @@ def compose_opinion_aware(context: AnswerContext) -> Answer:
     stated: list[StatedShares] = []
     quotes: list[Quote] = []
     covered: list[str] = []
+    quoted = QuoteDeduplicator()  # each quote once in the whole answer, whichever entity or side it came under
     if not context.named_in_question:
         gaps.append("The question names no entity of this domain's registry.")
         if context.entities:
@@ -142,7 +152,7 @@ def compose_opinion_aware(context: AnswerContext) -> Answer:
             + ")."
         )
         counts, shown = dist.side_counts(), percents(dist.side_counts())
-        by_side = side_quotes(context, dist.entity_id)
+        by_side = side_quotes(context, dist.entity_id, quoted)
         for side in sorted(SIDES, key=lambda s: (-counts[s], SIDES.index(s))):
             if counts[side] == 0:
                 continue
@@ -180,22 +190,35 @@ def compose_opinion_aware(context: AnswerContext) -> Answer:
 
 
 def compose_plain(context: AnswerContext) -> Answer:
-    """Plain RAG: the top passages, quoted and cited, with no claim about how common each view is."""
-    lines = [f"The {min(PLAIN_PASSAGES, len(context.passages))} most relevant passages for the question:"]
+    """Plain RAG: the top passages, quoted and cited, with no claim about how common each view is. The quoted
+    sentence is chosen as in the opinion-aware answer (`evidence.quotable`), from the entity the passage is labelled
+    with, else the question's first: a passage with nothing quotable, or only a repeat, gives way to the next."""
     quotes: list[Quote] = []
     entities = [d.entity_id for d in context.entities]
-    for passage in _top_passages(context.passages):
+    shown = QuoteDeduplicator()
+    items: list[str] = []
+    seen: set[str] = set()
+    for passage in context.passages:
+        if passage.doc_id in seen:
+            continue
         about = next((e for e in entities if passage.opinion_on(e)), entities[0] if entities else None)
         entity = context.registry.get(about) if about else None
-        text = clip(sentence_about(passage.text, entity))
-        if not text:
+        text = shown.first_new(clip(c.text) for c in quotable(passage.text, entity))
+        if text is None:
             continue
+        seen.add(passage.doc_id)
         quotes.append(Quote(passage.doc_id, text, about, None, passage.point_id))
-        lines.append(f'- "{text}" [{passage.doc_id}]')
+        items.append(f'- "{text}" [{passage.doc_id}]')
+        if len(quotes) == PLAIN_PASSAGES:
+            break
+    # the text names no pipeline: the preference study shows it to a judge blind
+    lines = [f"The {len(quotes)} most relevant passages for the question:", *items]
     gaps = ["The passages are the ones most similar to the question, not a sample of the views, and carry no "
             "opinion statistics."]  # fmt: skip
     if not context.passages:
         gaps.append("Retrieval returned no passages.")
+    elif not quotes:
+        gaps.append("No retrieved passage states an opinion that could be quoted.")
     lines += ["", "**Not covered**", *(f"- {g}" for g in gaps)]
     return Answer(
         question=context.question,
@@ -209,15 +232,3 @@ def compose_plain(context: AnswerContext) -> Answer:
         quotes=quotes,
         gaps=gaps,
     )
-
-
-def _top_passages(passages: Sequence[Passage]) -> list[Passage]:
-    seen: set[str] = set()
-    top = []
-    for passage in passages:
-        if passage.doc_id not in seen:
-            seen.add(passage.doc_id)
-            top.append(passage)
-        if len(top) == PLAIN_PASSAGES:
-            break
-    return top

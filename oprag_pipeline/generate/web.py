@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -19,9 +19,10 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from oprag_pipeline import settings
-from oprag_pipeline.generate.answer import SIDES, Answer
+from oprag_pipeline.generate.answer import SIDES, Answer, Quote
 from oprag_pipeline.generate.api import AskResult, ask
 from oprag_pipeline.generate.context import AnswerContext, side_of
+from oprag_pipeline.generate.evidence import QuoteDeduplicator
 from oprag_pipeline.schema import cost_label
 
 SIDE_COLOURS = {"positive": "#3a923a", "neutral": "#9a9a9a", "negative": "#c8453b"}
@@ -79,52 +80,88 @@ def distribution_svg(title: str, rows: Sequence[tuple[str, dict[str, int]]]) -> 
 
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
+# A quote as the offline composer writes it in its text: - "verbatim words" [doc id] (what it shows)
+_QUOTE_ITEM = re.compile(r'^"(?P<text>.+)" \[(?P<doc>[^\]]+)\](?P<rest>.*)$')
+PLAIN_QUOTES_HEADING = "passages retrieved by plain RAG (no opinion labels)"
 
 
-def render_text(text: str) -> str:
-    """The composer's few Markdown forms (headings, bullets, bold) as HTML; everything else escaped."""
+def _quote_html(quote: Quote, rest: str = "") -> str:
+    mark = "" if quote.grounded else ' <span class="flag">not found in the source</span>'
+    return f"<q>{e(quote.text)}</q> <cite>{e(quote.doc_id)}</cite>{e(rest)}{mark}"
+
+
+def render_text(text: str, quotes: Sequence[Quote] = ()) -> tuple[str, set[int]]:
+    """The composer's few Markdown forms (headings, bullets, bold) as HTML, everything else escaped; a bullet that
+    is one of `quotes` (`- "words" [doc]`) is shown as that quote, cited and flagged when not grounded. Returns the
+    HTML and the indices of the quotes it showed, so the page does not show them again."""
+    by_key = {(q.text, q.doc_id): i for i, q in enumerate(quotes)}
+    shown: set[int] = set()
     out: list[str] = []
     in_list = False
+    list_start = 0
+    has_quote = False
+
+    def close() -> None:
+        if has_quote:
+            out[list_start] = '<ul class="quotes">'
+        out.append("</ul>")
+
     for line in text.splitlines():
         stripped = line.strip()
         is_item = stripped.startswith("- ")
         if in_list and not is_item:
-            out.append("</ul>")
+            close()
             in_list = False
         if not stripped:
             continue
-        body = _BOLD.sub(r"<strong>\1</strong>", e(stripped[2:] if is_item else stripped.lstrip("# ")))
+        quoted = _QUOTE_ITEM.match(stripped[2:]) if is_item else None
+        index = by_key.get((quoted["text"], quoted["doc"])) if quoted else None
+        if index is not None and quoted is not None:
+            body = _quote_html(quotes[index], quoted["rest"])
+            shown.add(index)
+        else:
+            body = _BOLD.sub(r"<strong>\1</strong>", e(stripped[2:] if is_item else stripped.lstrip("# ")))
         if stripped.startswith("#"):
             out.append(f"<h3>{body}</h3>")
         elif is_item:
             if not in_list:
+                list_start, has_quote = len(out), False
                 out.append("<ul>")
                 in_list = True
+            has_quote = has_quote or index is not None
             out.append(f"<li>{body}</li>")
         else:
             out.append(f"<p>{body}</p>")
     if in_list:
-        out.append("</ul>")
-    return "\n".join(out)
+        close()
+    return "\n".join(out), shown
 
 
-def quotes_by_side(answer: Answer) -> str:
+def quotes_by_side(answer: Answer, skip: Collection[int] = ()) -> str:
+    """The answer's quotes not already shown in its text, each once, grouped by the side they are quoted for; a plain
+    RAG answer's quotes carry no side and are headed as what they are."""
     groups: dict[str, list[str]] = {}
-    for quote in answer.quotes:
-        side = quote.sentiment or "unlabelled"
-        mark = "" if quote.grounded else ' <span class="flag">not found in the source</span>'
-        groups.setdefault(side, []).append(f"<li><q>{e(quote.text)}</q> <cite>{e(quote.doc_id)}</cite>{mark}</li>")
+    unique = QuoteDeduplicator()
+    unique.shown.extend(answer.quotes[i].text for i in skip)  # a quote the text shows is not listed again
+    unlabelled = PLAIN_QUOTES_HEADING if answer.kb == "raw" else "quotes without a side"
+    for index, quote in enumerate(answer.quotes):
+        if index in skip or not unique.first_new([quote.text]):
+            continue
+        groups.setdefault(quote.sentiment or unlabelled, []).append(f"<li>{_quote_html(quote)}</li>")
     parts = []
-    for side in (*SIDES, "unlabelled"):
+    for side in (*SIDES, unlabelled):
         if side in groups:
-            parts.append(f'<h4 class="side-{side}">{side} ({len(groups[side])})</h4><ul class="quotes">')
+            css = side if side in SIDES else "none"
+            parts.append(f'<h4 class="side-{css}">{e(side)} ({len(groups[side])})</h4><ul class="quotes">')
             parts.extend(groups[side])
             parts.append("</ul>")
-    return "".join(parts) or "<p>No quotes.</p>"
+    return "".join(parts)
 
 
 def answer_panel(title: str, result: AskResult) -> str:
     answer, context = result.answer, result.context
+    text, shown = render_text(answer.text, answer.quotes)
+    others = quotes_by_side(answer, shown)  # quotes the text does not show itself (an LLM's prose): each quote once
     charts = []
     for dist in context.entities:
         if dist.total:
@@ -141,10 +178,17 @@ def answer_panel(title: str, result: AskResult) -> str:
         f'<section class="panel"><h2>{e(title)}</h2>'
         f"<p class='meta'>{e(context.kb)} KB, {e(context.mode)} retrieval, k={context.k}, writer {e(answer.writer)}</p>"
         + "".join(charts)
-        + f'<div class="answer">{render_text(answer.text)}</div>'
+        + (
+            f'<h4 class="side-none">{e(PLAIN_QUOTES_HEADING.capitalize())}</h4>'
+            if context.kb == "raw" and shown
+            else ""
+        )
+        + f'<div class="answer">{text}</div>'
         + (f"<ul class='flags'>{flags}</ul>" if flags else "")
         + usage
-        + f"<h3>Quotes by side</h3>{quotes_by_side(answer)}</section>"
+        + (f"<h3>Quotes the answer uses</h3>{others}" if others else "")
+        + ("" if answer.quotes else "<p>No quotes.</p>")
+        + "</section>"
     )
 
 

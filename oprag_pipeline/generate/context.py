@@ -18,7 +18,6 @@ from oprag_pipeline.enrich.documents import TEXT_MARKER
 from oprag_pipeline.generate.answer import SIDES
 from oprag_pipeline.index.fairness import source_map
 from oprag_pipeline.index.retrieval import BALANCED, FAIR, OpinionProfile, RetrievedHit, Retriever, attach_opinions
-from oprag_pipeline.registry.matching import AliasMatcher
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.schema import RegistryEntity
 
@@ -215,17 +214,3 @@ def sentences(text: str) -> list[tuple[int, int]]:
         if hi > lo:
             out.append((lo, hi))
     return out
-
-
-def sentence_about(text: str, entity: RegistryEntity | None) -> str:
-    """The first sentence of `text` that names the entity (any alias), else the first sentence: verbatim."""
-    spans = sentences(text)
-    if not spans:
-        return ""
-    if entity is not None:
-        mentions = AliasMatcher([entity]).mentions(text)
-        for lo, hi in spans:
-            if any(lo <= start < hi for _, start, _ in mentions):
-                return text[lo:hi]
-    lo, hi = spans[0]
-    return text[lo:hi]

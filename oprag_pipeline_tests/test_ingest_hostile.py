@@ -75,6 +75,69 @@ def test_json_nested_100k_deep_is_refused_not_a_recursion_error(tmp_path: Path, 
     assert [r["doc_id"] for r in rows] == (["after"] if suffix == ".jsonl" else [])
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16"])
+def test_json_array_is_read_record_by_record(tmp_path: Path, encoding: str) -> None:
+    """A good record next to one nested 100,000 levels: the good one is accepted, the deep one quarantined by its
+    number, and rows read = accepted + quarantined (the whole file was one quarantined row before)."""
+    domain = tmp_path / "raw" / "d"
+    domain.mkdir(parents=True)
+    deep = '{"doc_id": "deep", "text": "x", "extra": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    content = (
+        "[\n  " + GOOD + ",\n  " + deep + ",\n  " + json.dumps({"doc_id": "last", "text": "Lid ] fits {"}) + "\n]\n"
+    )
+    (domain / "a.json").write_bytes(content.encode(encoding))
+    rows, result = read(domain)
+    assert [r["doc_id"] for r in rows] == ["after", "last"]
+    assert reasons(result) == [("a.json", 2, "json_too_deep")]
+    assert "100,001 levels" in result.quarantined[0].detail
+    (stats,) = result.files
+    assert stats.rows_read == 3 == stats.accepted + stats.quarantined + stats.duplicates
+
+
+@pytest.mark.parametrize(
+    ("content", "accepted", "quarantined"),
+    [
+        ('[{"doc_id": "a", "text": "A."}, 7, {"doc_id": "b", "text": "B."}]', ["a", "b"], [(2, "malformed_json")]),
+        ('[{"doc_id": "a", "text": "A."}, {"doc_id": "b", "text": "B.\\"}]', ["a"], [(2, "malformed_json")]),
+        (
+            '[{"doc_id": "a", "text": "A."},, {"doc_id": "b", "text": "B."},]',
+            ["a", "b"],
+            [(2, "malformed_json"), (4, "malformed_json")],
+        ),
+        ('[{"doc_id": "a", "text": "A."}, {"doc_id": "b", "text": "B."}', ["a", "b"], [(3, "malformed_json")]),
+        ('[{"doc_id": "a", "text": "A."}, {"doc_id": "b", "te', ["a"], [(2, "malformed_json")]),
+        (
+            '[{"doc_id": "a", "text": "A."}, {"doc_id": ["b"}, {"doc_id": "c", "text": "C."}]',
+            ["a"],
+            [(2, "malformed_json")],
+        ),
+        ('[{"doc_id": "a", "text": "A."}] trailing', ["a"], [(2, "malformed_json")]),
+        ("[]", [], []),
+    ],
+)
+def test_json_array_problems_cost_their_element_only(
+    tmp_path: Path, content: str, accepted: list[str], quarantined: list[tuple[int, str]]
+) -> None:
+    domain = tmp_path / "raw" / "d"
+    domain.mkdir(parents=True)
+    (domain / "a.json").write_text(content)
+    rows, result = read(domain)
+    assert [r["doc_id"] for r in rows] == accepted
+    assert [(q.row_number, q.reason) for q in result.quarantined] == quarantined
+    (stats,) = result.files
+    assert stats.rows_read == stats.accepted + stats.quarantined
+
+
+def test_json_array_split_over_any_chunking_matches_the_parser() -> None:
+    items = [{"doc_id": f"d{i}", "text": 'a "quoted" ] } , [ { \\ é', "extra": [[i], {"k": None}]} for i in range(5)]
+    data = b"\xef\xbb\xbf " + json.dumps(items, indent=1).encode() + b"\n"
+    for size in (1, 2, 3, 7, 64, len(data)):
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        split = list(readers.split_json_array(chunks))
+        assert [problem for _, _, problem in split] == [None] * 5, size
+        assert [json.loads(element) for _, element, _ in split] == items, size
+
+
 @pytest.mark.parametrize("separator", CSV_FIELD_SEPARATORS)
 def test_csv_splits_records_only_on_line_ends(tmp_path: Path, separator: str) -> None:
     domain = tmp_path / "raw" / "d"

@@ -690,7 +690,7 @@ class AspectSentimentModel:
         model_dir: Path | str | None = None,
         threads: int | None = None,
         model_file: str = MODEL_FILE,
-        max_context: int = MAX_CONTEXT_TOKENS,
+        max_context: int | None = None,
     ) -> AspectSentimentModel:
         """Open the ONNX model and tokenizer from ``model_dir`` (default: the folder committed with the package).
 
@@ -705,7 +705,7 @@ class AspectSentimentModel:
         if not path.exists():
             raise FileNotFoundError(
                 f"{path} is missing; rebuild it with "
-                "`python -m oprag_pipeline.enrich.train_aspect_model --mams DIR --out DIR`"
+                "`python -m oprag_training.train_extractor --data ../shared/data --out DIR`"
             )
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
@@ -720,7 +720,9 @@ class AspectSentimentModel:
         temperature = float(meta.get("temperature", 1.0))
         prior = meta.get("train_label_prior")
         train_prior = [float(prior[label]) for label in LABELS] if prior else None
-        encoder = AspectEncoder.from_dir(directory, max_context=max_context)
+        # the window the model was trained with, unless the caller trades accuracy for speed
+        context = max_context or int(meta.get("max_context_tokens", MAX_CONTEXT_TOKENS))
+        encoder = AspectEncoder.from_dir(directory, max_context=context)
         heads = meta.get("heads", {})
         cuts = heads.get("strength_cuts")
         return cls(

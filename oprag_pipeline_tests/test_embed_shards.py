@@ -89,3 +89,46 @@ def test_a_killed_shard_resumes_from_the_vectors_it_flushed(tmp_path: Path, embe
     np.testing.assert_array_equal(vectors, np.stack([counting.returned[t] for t in TEXTS]))
     assert (vectors * embedder.embed_dense(TEXTS)).sum(1).min() > 0.9999
     resumed.close()
+
+
+def test_a_shard_killed_mid_way_resumes_from_what_the_clock_flushed(tmp_path: Path, embedder: OfflineEmbedder) -> None:
+    """A process killed while embedding runs no `finally`: only the parts already written survive. With parts
+    written every FLUSH_SECONDS as well as every PART_VECTORS vectors, a kill part-way through a shard smaller than a
+    part loses at most the texts since the last timed flush, and the resumed run embeds exactly those."""
+    store = embed_shards.embedding_shard_store(str(tmp_path / "shards"))
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    class Slow(CountingEmbedder):
+        """Each call takes 10 s on the fake clock; the 6th never returns (the process is killed)."""
+
+        def embed_dense(self, texts):
+            now[0] += 10.0
+            return super().embed_dense(texts)
+
+    counting = Slow(embedder, fail_on=6)
+    encoder = CachedDenseEncoder(counting, tmp_path / "vectors", flush_seconds=30.0, clock=clock)
+    assert encoder.cache.part_vectors > len(TEXTS)  # the count alone would flush nothing before the kill
+    plan = embed_shards.EmbedPlan(shards=1)
+    embed_shards.write_plan(store, "d", embed_shards.pending_texts([TEXTS], encoder.cache, plan))
+    with pytest.raises(RuntimeError, match="step killed"):
+        for texts in embed_shards.read_shard(store, "d", 0, 7):
+            encoder.embed_dense(texts)
+    # no encoder.close(): a killed process flushes nothing more. Calls 1-3 took 30 s (flushed with call 3), calls
+    # 4-5 are the buffer the kill loses.
+    embedded_before_kill = list(counting.embedded)
+    assert len(embedded_before_kill) == 35
+    flushed = embedded_before_kill[:21]
+    resumed_counting = CountingEmbedder(embedder)
+    resumed = CachedDenseEncoder(resumed_counting, tmp_path / "vectors")
+    again = embed_shards.EmbedPlan(shards=1)
+    embed_shards.write_plan(store, "d", embed_shards.pending_texts([TEXTS], resumed.cache, again))
+    assert again.cached == len(flushed) and again.pending == [len(TEXTS) - len(flushed)]
+    for texts in embed_shards.read_shard(store, "d", 0, 7):
+        resumed.embed_dense(texts)
+    resumed.close()
+    assert sorted(resumed_counting.embedded) == sorted(set(TEXTS) - set(flushed))  # only what was not flushed
+    found, _ = VectorCache(resumed.cache.folder, embedder.dim).get(text_keys(TEXTS))
+    assert found.all()

@@ -342,8 +342,9 @@ def embed_shard(
     paths: DataDirResource,
     task: embed_shards.EmbedTask,
 ) -> embed_shards.EmbedResult:
-    """Embed one shard's texts into the vector cache (flushed every `vector_cache.PART_VECTORS` vectors: the unit
-    of resume); no warehouse, no vector store."""
+    """Embed one shard's texts into the vector cache (flushed every `vector_cache.PART_VECTORS` vectors or
+    `vector_cache.FLUSH_SECONDS` seconds, whichever comes first: the unit of resume); no warehouse, no vector
+    store."""
     started = time.perf_counter()
     label = f"{task.domain} embedding shard {task.index + 1}/{task.shards}: texts"
     progress = Progress(label, task.texts, context.log.info)

@@ -11,7 +11,8 @@ vector there and only write points.
 The plan step reads the texts the two KBs will ask the encoder for (`sync.dense_texts`), keeps the distinct ones
 no earlier run or shard has embedded, and writes them as Parquet under the shard URI, one folder per shard (a
 text's shard is a function of its hash, so the same text lands in the same shard on every run and machine). A
-killed shard loses at most the vectors it had not yet flushed: the next run's plan finds the rest in the cache.
+killed shard loses at most the vectors it had not yet flushed (the cache writes a part every 20,000 vectors or 30
+seconds, whichever comes first): the next run's plan finds the rest in the cache.
 """
 
 from __future__ import annotations

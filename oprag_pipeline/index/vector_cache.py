@@ -20,8 +20,9 @@ import hashlib
 import logging
 import os
 import re
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,11 @@ logger = logging.getLogger(__name__)
 # Vectors buffered before they are written as one part. 20,000 × 384 float32 is 30 MB: small enough to bound the
 # memory the buffer takes, large enough that the 2.5M distinct texts of 229k reviews make ~125 parts, not thousands.
 PART_VECTORS = 20_000
+# ... and at least this often while vectors are being added: the buffer is what a killed process loses (a kill runs
+# no `finally`), so a run killed while embedding re-embeds at most the last half-minute's texts (plus the batch in
+# hand), not up to 20,000 of them. At ~100 texts/s on two cores a part is then ~3,000 vectors; the per-part cost of
+# a lookup (a binary search over its keys) stays small beside the encoder's.
+FLUSH_SECONDS = 30.0
 _PART_RE = re.compile(r"^part-([0-9a-f]{32})\.keys\.npy$")
 
 
@@ -65,11 +71,22 @@ def _sorted_part(keys: np.ndarray, vectors: np.ndarray) -> tuple[np.ndarray, np.
 class VectorCache:
     """Dense vectors by text key under `folder` (one folder per model variant; see `CachedDenseEncoder`)."""
 
-    def __init__(self, folder: Path, dim: int, *, part_vectors: int = PART_VECTORS) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        dim: int,
+        *,
+        part_vectors: int = PART_VECTORS,
+        flush_seconds: float | None = FLUSH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.dim = dim
         self.part_vectors = part_vectors
+        self.flush_seconds = flush_seconds  # None: by count only
+        self._clock = clock
+        self._last_flush = clock()
         self._parts: dict[str, _Part] = {}
         self._pending_keys: list[np.ndarray] = []
         self._pending_vectors: list[np.ndarray] = []
@@ -144,7 +161,8 @@ class VectorCache:
         return found, out
 
     def put(self, keys: np.ndarray, vectors: np.ndarray) -> None:
-        """Add vectors (keys not already stored); written as a part once `part_vectors` are buffered."""
+        """Add vectors (keys not already stored); written as a part once `part_vectors` are buffered, or once
+        `flush_seconds` have passed since the last part was written (or the cache opened)."""
         if not len(keys):
             return
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -152,11 +170,14 @@ class VectorCache:
         self._pending_vectors.append(vectors)
         for key, vector in zip(keys, vectors, strict=True):
             self._pending[key.tobytes()] = vector
-        if len(self._pending) >= self.part_vectors:
+        if len(self._pending) >= self.part_vectors or (
+            self.flush_seconds is not None and self._clock() - self._last_flush >= self.flush_seconds
+        ):
             self.flush()
 
     def flush(self) -> None:
         """Write the buffered vectors as one part (keys file renamed last: a reader only opens complete parts)."""
+        self._last_flush = self._clock()
         if not self._pending_keys:
             return
         keys, vectors = _sorted_part(np.concatenate(self._pending_keys), np.concatenate(self._pending_vectors))
@@ -203,7 +224,15 @@ class CachedDenseEncoder:
     cache). Composed vectors (`embed_composed`) are built from the parts' cached vectors.
     """
 
-    def __init__(self, embedder: Any, cache_root: Path | None, *, part_vectors: int = PART_VECTORS) -> None:
+    def __init__(
+        self,
+        embedder: Any,
+        cache_root: Path | None,
+        *,
+        part_vectors: int = PART_VECTORS,
+        flush_seconds: float | None = FLUSH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         import tempfile
 
         self.embedder = embedder
@@ -212,14 +241,18 @@ class CachedDenseEncoder:
         if cache_root is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="oprag-vectors-")
             cache_root = Path(self._tmp.name)
-        self.cache = VectorCache(Path(cache_root) / cache_folder_name(embedder), self.dim, part_vectors=part_vectors)
+        self.cache = VectorCache(
+            Path(cache_root) / cache_folder_name(embedder),
+            self.dim,
+            part_vectors=part_vectors,
+            flush_seconds=flush_seconds,
+            clock=clock,
+        )
         self.stats = EncodeStats()
         self._tokenizer: Any = None
 
     def embed_dense(self, texts: Sequence[str]) -> np.ndarray:
         """Document vectors for `texts` (float32, L2-normalised rows), embedding only texts never seen before."""
-        import time
-
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

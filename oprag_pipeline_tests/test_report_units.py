@@ -122,3 +122,118 @@ def test_one_entity_claims_no_interval_and_few_entities_say_no_test_can_succeed(
     assert "smallest possible p is 0.0625" in verdict(_data(five))[0]  # 2 / 2^5
     six = [_row("enriched", "balanced", "raw", "hybrid", 0.9, 1.6, -0.9, -0.5, 0.03125, 0.03125, n=6)]
     assert "smallest possible p" not in verdict(_data(six))[0] and "[-0.90, -0.50]" in verdict(_data(six))[0]
+
+
+# ---- the report as a reader meets it: a plain verdict, contents, the answers near the top -------------------------
+
+
+def _generation(metric, treatment, baseline, p=0.01, n=8, **more):
+    def test(m, t, b):
+        return {"metric": m, "n_questions": 10 * n, "treatment_mean": t, "baseline_mean": b,
+                "relative_change_label": f"{(t - b) / b * 100:+.1f}%", "ci_low": -0.3, "ci_high": -0.1,
+                "p_value": p, "n_entities": n}  # fmt: skip
+
+    tests = {metric: test(metric, treatment, baseline), **{m: test(m, *tb) for m, tb in more.items()}}
+    return {"tests": tests, "preference": None, "writer": "offline"}
+
+
+def _full(family, generation=None):
+    entity = {
+        "entity_name": "battery",
+        "tier1_name": "phone",
+        "mentions": 40,
+        "entropy_bits": 1.2,
+        "comparison_name": None,
+    }
+    data = {**_data(family), "depth_curve": [], "fairness": [], "mode_comparison": [], "question_type": [],
+            "extraction_vs_gold": [], "entities": [entity] * 8}  # fmt: skip
+    if generation is not None:
+        data["generation"] = generation
+    return data
+
+
+FAMILY = [
+    _row("enriched", "pm2", "raw", "hybrid", 6.0, 8.0, -3.1, -0.9, 0.008, 0.04),
+    _row("enriched", "balanced", "enriched", "pm2", 6.5, 6.0, -0.4, 1.5, 0.5, 0.5),
+]
+
+
+def _lead_of(report) -> tuple[str, str]:
+    """The first paragraph after the title, in report.md and in report.html."""
+    import html
+    import re
+
+    md = report.markdown.split("\n\n")[1].strip("*")
+    page = html.unescape(re.search(r"</h1>\s*<p[^>]*>(.*?)</p>", report.html, re.S).group(1))
+    return md, page
+
+
+def test_the_plain_verdict_comes_first_and_says_which_way_the_answers_went() -> None:
+    from oprag_pipeline.evaluate.report import render
+
+    closer = render(_full(FAMILY, _generation("w1_gold", 2.4, 5.0)))
+    md, page = _lead_of(closer)
+    assert md == page == closer.lead
+    first = closer.lead.split(". ")[0]
+    assert first.startswith("Answers built with opinion-aware retrieval matched the corpus's real mix of opinions")
+    assert "52% more closely than plain RAG on this data" in first and "not" not in first
+    assert "held up in a statistical test over 8 topics" in closer.lead
+
+    further = render(_full(FAMILY, _generation("w1_gold", 6.0, 5.0, p=0.3)))
+    first = further.lead.split(". ")[0]
+    assert _lead_of(further)[0] == further.lead
+    assert "did not match the corpus's real mix of opinions more closely than plain RAG" in first
+    assert "20% further" in first and "could still be chance" in further.lead
+
+    # no answers measured: the closest retrieval against plain RAG, both ways
+    retrieval = render(_full(FAMILY)).lead
+    assert retrieval.startswith("Passages found by opinion-aware retrieval (enriched, PM-2) matched")
+    assert "25% more closely" in retrieval and "answers were not measured" in retrieval
+    worse = [_row("enriched", "pm2", "raw", "hybrid", 9.0, 8.0, 0.2, 1.8, 0.04, 0.04)]
+    assert "did not match" in render(_full(worse)).lead and "more closely" in render(_full(worse)).lead
+    assert render(_full([])).lead.startswith("No comparison with plain RAG")
+    one = render(_full(FAMILY, _generation("w1", 2.0, 4.0, p=1.0, n=1))).lead
+    assert "50% more closely" in one and "extracted" in one and "1 topic tested, no statistical test" in one
+
+
+def test_contents_link_to_every_section_and_the_answers_come_before_the_statistics() -> None:
+    import re
+
+    from oprag_pipeline.evaluate.report import anchor, render
+
+    report = render(
+        _full(FAMILY, _generation("w1_gold", 2.4, 5.0)),
+        analyses_markdown="\n## Opinion drift (σ)\n\ntext\n",
+        analyses_html="<h2>Opinion drift (σ)</h2>\n<p>text</p>",
+    )
+    links = re.findall(r"<a href='#([^']+)'>", report.html)
+    ids = re.findall(r"\bid='([^']+)'", report.html)
+    assert links and links == ids and len(set(ids)) == len(ids)  # every link resolves, in page order, once
+    headings = re.findall(r"^## (.+)$", report.markdown, re.M)
+    md_links = re.findall(r"^\d+\. \[(.+)\]\(#(.+)\)$", report.markdown, re.M)
+    assert [title for title, _ in md_links] == headings
+    assert [slug for _, slug in md_links] == [anchor(h) for h in headings] == links
+    assert anchor("Fidelity, relevance and coverage at k = 20") == "fidelity-relevance-and-coverage-at-k--20"
+    assert headings[-1] == "Opinion drift (σ)" and links[-1] == "opinion-drift-σ"
+    # the lead, then the contents, then the verdict in figures and the answers; the statistics below
+    assert report.markdown.index(report.lead) < report.markdown.index("**Contents**") < report.markdown.index("## ")
+    assert headings[0] == "Verdict" and headings[1].startswith("Generation")
+    assert headings.index("Headline comparisons (declared family, Holm-corrected)") > 1
+
+
+def test_a_change_of_a_rate_or_a_share_is_printed_in_points() -> None:
+    from oprag_pipeline.evaluate.report import change_text, render
+
+    generation = _generation("w1_gold", 2.4, 5.0, minority_erased=(0.25, 0.01), grounded_quote_rate=(1.0, 0.98))
+    report = render(_full(FAMILY, generation))
+    for text in (report.markdown, report.html):
+        assert "2400" not in text and "+24.0 points" in text and "+2.0 points" in text
+        assert "| 1.0% | 25.0% | +24.0 points |" in report.markdown
+        assert "-52.0%" in text  # W1 is a distance, not a rate: its relative change stays
+    miss = {**_row("enriched", "pm2", "raw", "hybrid", 0.25, 0.01, 0.1, 0.3, 0.01, 0.01), "metric": "w1_gold_miss"}
+    assert change_text(miss) == "+24.0 points"
+    assert change_text(FAMILY[0]) == "-25.0%"
+    from oprag_pipeline.generate.report import change_label
+
+    assert change_label(0.02, 0.5, "-96.0%", rate=True) == "-48.0 points"
+    assert change_label(None, 0.5, "n/a", rate=True) == "n/a"

@@ -1,9 +1,12 @@
 """The evaluation report of one domain: `metrics.json`, `report.md`, `report.html` and PNG plots.
 
 Everything is read from the marts and `metric_significance`, so the report shows exactly what the SQL models and
-tests computed. It opens with a verdict — which retrieval came closest to the corpus's opinions, by how much, with
-its entity-level CI, and what it cost in relevance — then the declared family of headline comparisons, W1 per
-entity, and the exploratory rest.
+tests computed. It is written for a reader first: one plain sentence (`plain_verdict`: did answers built with
+opinion-aware retrieval match the corpus's mix of opinions more closely than plain RAG, and by how much), a table
+of contents, then the verdict in figures — which retrieval came closest, by how much, with its entity-level CI, and
+what it cost in relevance — and the answers (generation) section; the statistics follow: the declared family of
+headline comparisons, W1 per entity, and the exploratory rest. A change of a rate or a share is printed in points,
+never as a percent change.
 
 The Markdown and HTML are rendered from one list of sections, so they cannot disagree. The sections come from
 `SECTIONS`, a list of functions `(data, plots) -> list[Section]`: a new analysis adds its section by appending a
@@ -15,6 +18,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +85,7 @@ class Section:
     headers: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
     image: Path | None = None
+    after: str = ""  # a paragraph after the table
 
 
 @dataclass
@@ -92,7 +97,7 @@ class WrittenReport:
     plots: list[Path]
     summary_markdown: str
     summary_rows: list[list[str]]
-    verdict: list[str] = field(default_factory=list)
+    verdict: list[str] = field(default_factory=list)  # the plain sentence first, then the verdict in figures
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
@@ -108,6 +113,18 @@ def _fmt(value: Any, kind: str = "num") -> str:
     if kind == "p":
         return f"{value:.2g}" if value >= 1e-4 else f"{value:.1e}"
     return f"{value:.2f}"
+
+
+METRIC_KINDS = {m: kind for m, _, kind, _ in HEADLINE_METRICS}
+
+
+def change_text(row: Mapping[str, Any]) -> str:
+    """A comparison's change: in points for a rate or a share (a miss rate from 1% to 25% is "+24.0 points", not
+    "+2400.0%"), else the relative change the significance table stores."""
+    rate = METRIC_KINDS.get(row["metric"]) == "share"
+    return generation_report.change_label(
+        row["treatment_mean"], row["baseline_mean"], row["relative_change_label"], rate=rate
+    )
 
 
 def _query(conn: duckdb.DuckDBPyConnection, sql: str, domain: str) -> list[dict[str, Any]]:
@@ -222,6 +239,20 @@ def _significant(row: Mapping[str, Any]) -> bool:
     return row.get("p_holm") is not None and row["p_holm"] < ALPHA
 
 
+def closest_against_plain_rag(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The family's comparison against plain RAG of the closest retrieval: the lowest mean over all its questions
+    that found opinions (the summary table's figure); its effect is then the paired, entity-level comparison."""
+    metric = data.get("primary_metric")
+    coverage = _coverage(data)
+    against_raw = [r for r in family_rows(data) if (r["baseline"], r["baseline_mode"]) == (PLAIN_RAG, "hybrid")]
+
+    def closeness(r: Mapping[str, Any]) -> tuple:
+        mean = coverage.get((metric, variant(r["treatment"], r["mode"])))
+        return (r["treatment_mean"] if mean is None else mean, r["treatment"], r["mode"])
+
+    return min(against_raw, key=closeness) if against_raw and metric is not None else None
+
+
 def verdict(data: Mapping[str, Any]) -> list[str]:
     """The report's first lines: which retrieval came closest to the corpus's opinions on the primary metric (W1 to
     gold where the domain has gold), by how much against plain RAG with its entity-level CI and Holm-corrected p,
@@ -231,17 +262,9 @@ def verdict(data: Mapping[str, Any]) -> list[str]:
     if not family or metric is None:
         return [f"{data['domain']}: no headline comparison could be made (no questions with opinions to compare)."]
     coverage = _coverage(data)
-    against_raw = [r for r in family if (r["baseline"], r["baseline_mode"]) == (PLAIN_RAG, "hybrid")]
     what = "W1 to the gold distribution" if metric == "w1_gold" else "W1 to the extracted corpus distribution"
     lines = []
-
-    # closest = the lowest mean over all its questions that found opinions (the summary table's figure); its
-    # effect against plain RAG is then the family's paired, entity-level comparison
-    def closeness(r: Mapping[str, Any]) -> tuple:
-        mean = coverage.get((metric, variant(r["treatment"], r["mode"])))
-        return (r["treatment_mean"] if mean is None else mean, r["treatment"], r["mode"])
-
-    best = min(against_raw, key=closeness) if against_raw else None
+    best = closest_against_plain_rag(data)
     if best is not None:
         v = variant(best["treatment"], best["mode"])
         cost = (
@@ -271,7 +294,7 @@ def verdict(data: Mapping[str, Any]) -> list[str]:
             lines.append(
                 f"{data['domain']}: closest to the corpus's opinions ({what}, k = 20) was {VARIANT_LABELS[v]}: "
                 f"{best['treatment_mean']:.2f} against {best['baseline_mean']:.2f} for plain RAG "
-                f"({best['relative_change_label']}; means over entities{question_means}), {_effect(best)} over {n}; "
+                f"({change_text(best)}; means over entities{question_means}), {_effect(best)} over {n}; "
                 "Wilcoxon over entities "
                 f"p = {_fmt(best['p_value'], 'p')}, Holm p = {_fmt(best['p_holm'], 'p')} ({strength})."
                 + _too_few_entities(best)
@@ -293,6 +316,69 @@ def verdict(data: Mapping[str, Any]) -> list[str]:
             f"Holm p = {_fmt(duel['p_holm'], 'p')})."
         )
     return lines
+
+
+MIX = "the corpus's real mix of opinions"
+_MEASURED = {
+    "w1_gold": "measured against the corpus's gold labels",
+    "w1": "measured against the opinions the pipeline extracted",
+}
+
+
+def _closeness(subject: str, metric: str, treatment: float, baseline: float) -> str:
+    """One sentence: did `subject` come closer to the mix than plain RAG, and by what share of plain RAG's distance
+    (W1 is a distance, not a rate: its relative change is the plain reading of "how much closer")."""
+    change = (baseline - treatment) / baseline * 100 if baseline > 0 else 0.0
+    measured = _MEASURED.get(metric, f"measured by {METRIC_LABELS.get(metric, metric)}")
+    if treatment < baseline:
+        amount = f"{change:.0f}%" if round(change) >= 1 else "slightly (under 1%)"
+        return f"{subject} matched {MIX} {amount} more closely than plain RAG on this data ({measured})."
+    further = f"they were {-change:.0f}% further from it; " if treatment > baseline and baseline > 0 else ""
+    return f"{subject} did not match {MIX} more closely than plain RAG on this data ({further}{measured})."
+
+
+def _certainty(p: float | None, entities: int | None) -> str:
+    """The test behind the sentence, in words: whether the difference held up over the entities asked about."""
+    n = entities or 0
+    topics = _count(n, "topic")
+    if p is not None and p < ALPHA:
+        return f"The difference held up in a statistical test over {topics} (p = {_fmt(p, 'p')})."
+    if n == 0 or 2.0 ** (1 - n) >= ALPHA:
+        return f"With {topics} tested, no statistical test can tell this from chance."
+    return f"Over {topics} the difference could still be chance (p = {_fmt(p, 'p')})."
+
+
+def plain_verdict(data: Mapping[str, Any]) -> str:
+    """The report's first sentence, for a reader who reads nothing else, then one on how sure it is. From the answers
+    (generation) when they were measured: W1 between what the answers convey and the corpus (to gold where the
+    domain has it), opinion-aware against plain RAG; else from retrieval: the closest opinion-aware retrieval of the
+    declared family against plain RAG. The figures are the ones the sections below print (means over entities)."""
+    tests = (data.get("generation") or {}).get("tests") or {}
+    metric = next((m for m in ("w1_gold", "w1") if m in tests), None)
+    if metric is not None:
+        t = tests[metric]
+        if t.get("treatment_mean") is not None and t.get("baseline_mean") is not None:
+            subject = "Answers built with opinion-aware retrieval"
+            return (
+                _closeness(subject, metric, t["treatment_mean"], t["baseline_mean"])
+                + " "
+                + _certainty(t.get("p_value"), t.get("n_entities"))
+            )
+    metric = data.get("primary_metric")
+    best = closest_against_plain_rag(data)
+    if metric is None or best is None:
+        return (
+            f"No comparison with plain RAG could be made on {data['domain']}: no evaluation question found opinions "
+            "to compare."
+        )
+    label = VARIANT_LABELS.get(variant(best["treatment"], best["mode"]), best["treatment"])
+    subject = f"Passages found by opinion-aware retrieval ({label})"
+    return (
+        _closeness(subject, metric, best["treatment_mean"], best["baseline_mean"])
+        + " "
+        + _certainty(best.get("p_holm"), best.get("n_entities"))
+        + " The answers were not measured on this domain."
+    )
 
 
 def summary_rows(data: dict[str, Any]) -> list[list[str]]:
@@ -473,15 +559,23 @@ SectionBuilder = Callable[[dict[str, Any], Mapping[str, Path]], list[Section]]
 
 
 def verdict_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    entities = _count(len(data["entities"]), "disputed entity", "disputed entities")
     return [
         Section(
             "Verdict",
-            "\n\n".join(verdict(data))
-            + f"\n\n{data['questions']} questions about {len(data['entities'])} disputed entities. Tests run over "
+            "\n\n".join(verdict(data)) + f"\n\n{data['questions']} questions about {entities}. Tests run over "
             "entities (each retrieval's metric averaged over the entity's questions), with cluster-bootstrap 95% CIs; "
             "W1 is over the retrievals that found opinions on the entity, the miss rate is reported beside it.",
         )
     ]
+
+
+def answers_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
+    """The answers (generation) section, when generation ran: what a reader cares about, so it comes second."""
+    parts = generation_report.generation_parts(data["generation"]) if data.get("generation") else None
+    if parts is None:
+        return []
+    return [Section(parts.title, parts.text, parts.headers, parts.rows, after=parts.after)]
 
 
 def family_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Section]:
@@ -494,7 +588,7 @@ def family_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Sect
             _fmt(r["treatment_mean"]),
             f"{r['mean_difference']:+.2f}",
             _ci_text(r),
-            r["relative_change_label"],
+            change_text(r),
             _fmt(r["p_value"], "p"),
             _fmt(r["p_holm"], "p"),
         ]
@@ -714,6 +808,7 @@ def entities_section(data: dict[str, Any], plots: Mapping[str, Path]) -> list[Se
 
 SECTIONS: list[SectionBuilder] = [
     verdict_section,
+    answers_section,
     family_section,
     per_entity_section,
     coverage_section,
@@ -725,7 +820,8 @@ SECTIONS: list[SectionBuilder] = [
     extraction_section,
     entities_section,
 ]
-"""The report, in order. Append (or insert) a builder to add a section; the verdict and the family stay first."""
+"""The report, in order. Append (or insert) a builder to add a section; the verdict, the answers and the family
+stay first, the statistics below them."""
 
 
 def _sections(data: dict[str, Any], plots: Sequence[Path], builders: Sequence[SectionBuilder]) -> list[Section]:
@@ -752,41 +848,127 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
-def _markdown(domain: str, sections: Sequence[Section], *, embed_images: bool = False) -> str:
+def anchor(title: str, taken: set[str] | None = None) -> str:
+    """The id of a heading, as GitHub and most Markdown renderers make it (lower case, punctuation dropped, spaces to
+    hyphens; "-1", "-2" for repeats), so the contents' links resolve in report.md and report.html alike."""
+    base = re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+    slug, n = base, 0
+    while taken is not None and slug in taken:
+        n += 1
+        slug = f"{base}-{n}"
+    if taken is not None:
+        taken.add(slug)
+    return slug
+
+
+@dataclass(frozen=True)
+class Contents:
+    """The report's headings in order, with their ids."""
+
+    entries: list[tuple[str, str]]  # (title, anchor)
+
+    @classmethod
+    def of(cls, titles: Sequence[str]) -> Contents:
+        taken: set[str] = set()
+        return cls([(title, anchor(title, taken)) for title in titles])
+
+    def markdown(self) -> str:
+        lines = ["**Contents**", ""]
+        lines += [f"{i}. [{title}](#{slug})" for i, (title, slug) in enumerate(self.entries, start=1)]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        e = html.escape
+        items = "".join(f"<li><a href='#{e(slug)}'>{e(title)}</a></li>" for title, slug in self.entries)
+        return f"<nav class='toc' aria-label='Contents'><p><strong>Contents</strong></p><ol>{items}</ol></nav>"
+
+
+_MD_H2 = re.compile(r"^## (.+?)\s*$", re.M)
+_HTML_H2 = re.compile(r"<h2>(.*?)</h2>", re.S)
+
+
+def markdown_titles(text: str) -> list[str]:
+    """The second-level headings of Markdown (the analyses' sections)."""
+    return _MD_H2.findall(text)
+
+
+def _with_ids(page: str, slugs: Sequence[str]) -> str:
+    """`<h2>` headings without an id (the analyses' HTML) given the contents' ids, in order."""
+    remaining = iter(slugs)
+
+    def add(match: re.Match[str]) -> str:
+        slug = next(remaining, None)
+        return match.group(0) if slug is None else f"<h2 id='{slug}'>{match.group(1)}</h2>"
+
+    return _HTML_H2.sub(add, page)
+
+
+def _markdown(
+    domain: str,
+    sections: Sequence[Section],
+    *,
+    embed_images: bool = False,
+    lead: str = "",
+    contents: Contents | None = None,
+) -> str:
     """The report as Markdown; images as links next to the file, or embedded (`data:` URIs) for the Dagster UI,
     where a relative link does not render."""
     lines = [f"# Opinion-fidelity report: {domain}", ""]
+    if lead:
+        lines += [f"**{lead}**", ""]
+    if contents is not None:
+        lines += [contents.markdown(), ""]
     for s in sections:
         lines += [f"## {s.title}", ""]
         if s.text:
             lines += [s.text, ""]
         if s.headers and s.rows:
             lines += [markdown_table(s.headers, s.rows), ""]
+        if s.after:
+            lines += [s.after, ""]
         if s.image:
             lines += [embedded_png(s.image) if embed_images else f"![{s.title}]({s.image.name})", ""]
     return "\n".join(lines)
 
 
-def _html(domain: str, sections: Sequence[Section]) -> str:
+STYLE = (
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.4}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}img{max-width:100%}"
+    ".lead{font-size:1.25em;border-left:4px solid #0072b2;padding:.4em .8em;background:#f4f8fb}"
+    ".toc{border:1px solid #ddd;border-radius:6px;padding:.2em 1em;margin:1em 0;display:inline-block}"
+)
+
+
+def _html(domain: str, sections: Sequence[Section], *, lead: str = "", contents: Contents | None = None) -> str:
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>Opinion-fidelity report: {e(domain)}</title>",
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-        "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>",
+        f"<style>{STYLE}</style></head><body>",
         f"<h1>Opinion-fidelity report: {e(domain)}</h1>",
     ]
-    for s in sections:
+    if lead:
+        parts.append(f"<p class='lead'>{e(lead)}</p>")
+    if contents is not None:
+        parts.append(contents.html())
+    # the contents list these sections first, in this order: their ids are the contents' anchors
+    slugs = [slug for _, slug in contents.entries] if contents is not None else []
+    for index, s in enumerate(sections):
+        slug = slugs[index] if index < len(slugs) else anchor(s.title)
+        parts.append(f"<section id='{e(slug)}'>")
         parts.append(f"<h2>{e(s.title)}</h2>")
         parts += [f"<p>{e(paragraph)}</p>" for paragraph in s.text.split("\n\n") if paragraph]
         if s.headers and s.rows:
             parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in s.headers) + "</tr>")
             parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in s.rows]
             parts.append("</table>")
+        if s.after:
+            parts.append(f"<p>{e(s.after)}</p>")
         if s.image:
             encoded = base64.b64encode(s.image.read_bytes()).decode("ascii")
             parts.append(f"<img src='data:image/png;base64,{encoded}' alt='{e(s.title)}'>")
+        parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -797,27 +979,64 @@ def embedded_png(path: Path) -> str:
     return f"![{path.stem}](data:image/png;base64,{encoded})"
 
 
+@dataclass(frozen=True)
+class RenderedReport:
+    lead: str
+    sections: list[Section]
+    markdown: str
+    html: str
+
+
+def render(
+    data: dict[str, Any],
+    plots: Sequence[Path] = (),
+    *,
+    builders: Sequence[SectionBuilder] | None = None,
+    analyses_markdown: str = "",
+    analyses_html: str = "",
+) -> RenderedReport:
+    """report.md and report.html from the report's figures: the plain verdict, the contents (every section, the
+    analyses' included, each linked to its heading's id), then the sections in order."""
+    sections = _sections(data, plots, SECTIONS if builders is None else builders)
+    lead = plain_verdict(data)
+    own = [s.title for s in sections]
+    contents_md = Contents.of([*own, *markdown_titles(analyses_markdown)])
+    markdown = _markdown(data["domain"], sections, lead=lead, contents=contents_md) + analyses_markdown
+    html_titles = [html.unescape(re.sub(r"<[^>]+>", "", t)) for t in _HTML_H2.findall(analyses_html)]
+    contents_html = Contents.of([*own, *html_titles])
+    page = _html(data["domain"], sections, lead=lead, contents=contents_html)
+    extra = _with_ids(analyses_html, [slug for _, slug in contents_html.entries[len(own) :]])
+    closing = page.rfind("</body>")
+    page = page[:closing] + extra + page[closing:] if closing >= 0 else page + extra
+    return RenderedReport(lead, sections, markdown, page)
+
+
 def write_report(
     conn: duckdb.DuckDBPyConnection, domain: str, out_dir: Path, sections: Sequence[SectionBuilder] | None = None
 ) -> WrittenReport:
-    data = collect(conn, domain)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    plots = _plots(data, out_dir)
-    sections = _sections(data, plots, SECTIONS if sections is None else sections)
-    metrics_json = out_dir / "metrics.json"
-    metrics_json.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    markdown = out_dir / "report.md"
     from oprag_pipeline.analysis.report import analysis_html, analysis_markdown  # the analyses' own sections
 
-    markdown.write_text(_markdown(domain, sections) + analysis_markdown(conn, domain), encoding="utf-8")
+    data = collect(conn, domain)
+    generation = generation_report.generation_section(conn, domain)
+    if generation.markdown:  # generation ran: its figures join metrics.json (and the answers section)
+        data["generation"] = generation.data
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = _plots(data, out_dir)
+    metrics_json = out_dir / "metrics.json"
+    metrics_json.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    rendered = render(
+        data,
+        plots,
+        builders=sections,
+        analyses_markdown=analysis_markdown(conn, domain),
+        analyses_html=analysis_html(conn, domain),
+    )
+    markdown = out_dir / "report.md"
+    markdown.write_text(rendered.markdown, encoding="utf-8")
     html_path = out_dir / "report.html"
-    page = _html(domain, sections)
-    closing = page.rfind("</body>")
-    extra = analysis_html(conn, domain)
-    page = page[:closing] + extra + page[closing:] if closing >= 0 else page + extra
-    html_path.write_text(page, encoding="utf-8")
-    generation_report.append_to_report(conn, domain, markdown, html_path, metrics_json)
+    html_path.write_text(rendered.html, encoding="utf-8")
     rows = summary_rows(data)
-    headline = [s for s in sections if s.title == "Verdict" or s.title.startswith("Headline comparisons")]
-    summary = _markdown(domain, headline, embed_images=True).split("\n", 2)[2]
-    return WrittenReport(out_dir, markdown, html_path, metrics_json, plots, summary, rows, verdict(data))
+    headline = [s for s in rendered.sections if s.title == "Verdict" or s.title.startswith("Headline comparisons")]
+    summary = _markdown(domain, headline, embed_images=True, lead=rendered.lead).split("\n", 2)[2]
+    verdict_lines = [rendered.lead, *verdict(data)]
+    return WrittenReport(out_dir, markdown, html_path, metrics_json, plots, summary, rows, verdict_lines)

@@ -195,11 +195,21 @@ def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResourc
             tests.append(c.row())
         replace_rows(conn, "generation_significance", tests, domain=domain)
     from oprag_pipeline.evaluate.report import markdown_table
+    from oprag_pipeline.generate.report import RATES, change_label
 
     table = markdown_table(
         ["metric", "plain", "opinion-aware", "change", "p"],
         [
-            [t["metric"], t["baseline_mean"], t["treatment_mean"], t["relative_change_label"], t["p_value"]]
+            [
+                t["metric"],
+                t["baseline_mean"],
+                t["treatment_mean"],
+                # a rate's change in points: a minority-erasure rate from 1% to 25% is not "+2400.0%"
+                change_label(
+                    t["treatment_mean"], t["baseline_mean"], t["relative_change_label"], rate=t["metric"] in RATES
+                ),
+                t["p_value"],
+            ]
             for t in tests
         ],
     )

@@ -1,22 +1,22 @@
 """The report's generation section, as Markdown and HTML, read from the generation tables.
 
-The evaluation report calls `generation_section` and appends what it returns; an empty section (both strings
-empty) means generation never ran for the domain.
+The evaluation report lays the section out with its own (`generation_parts`, placed near the top: the answers are
+what a reader cares about); `generation_section` renders it alone, and an empty one (both strings empty) means
+generation never ran for the domain.
 """
 
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from oprag_pipeline.warehouse import table_exists
 
-# (metric, label, better direction): the order of the table.
+# (metric, label, better direction): the order of the table. Every metric but the two W1s is a rate or a share of
+# answers (`RATES`): its change is printed in points, never as a percent change of a percentage.
 METRICS = (
     ("w1", "W1 to corpus σ distribution", "lower"),
     ("w1_gold", "W1 to gold σ distribution", "lower"),
@@ -27,6 +27,7 @@ METRICS = (
     ("conveys_entity", "answers conveying the entity", "higher"),
     ("flagged", "answers flagged by validation", "lower"),
 )
+RATES = frozenset(m for m, _, _ in METRICS) - {"w1", "w1_gold"}
 HEADERS = [
     "metric", "better", "plain RAG", "opinion-aware", "change", "95% CI of difference", "p (Wilcoxon)", "entities",
     "questions",
@@ -52,6 +53,25 @@ class GenerationSection:
 
 def _num(value: Any) -> str:
     return "—" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def points(difference: float) -> str:
+    """A difference of two rates or shares, in percentage points: "+24.0 points"."""
+    return f"{difference * 100:+.1f} points"
+
+
+def change_label(treatment: float | None, baseline: float | None, relative_label: str, *, rate: bool) -> str:
+    """The change from baseline to treatment as a reader should see it: for a rate or a share the difference in
+    points (a rate going from 1% to 25% is "+24.0 points", not "+2400.0%"), else the relative change as stored."""
+    if not rate:
+        return relative_label
+    if treatment is None or baseline is None:
+        return "n/a"
+    return points(treatment - baseline)
+
+
+def _value(value: Any, rate: bool) -> str:
+    return f"{value:.1%}" if rate and isinstance(value, float) else _num(value)
 
 
 def collect(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, Any]:
@@ -99,11 +119,18 @@ def _rows(data: dict[str, Any]) -> list[list[str]]:
         t = data["tests"].get(metric)
         if t is None:
             continue
+        rate = metric in RATES
         entities = t.get("n_entities")
         # one entity gives nothing to resample: no interval is claimed (as in the retrieval tables)
-        ci = "no CI (1 entity)" if (entities or 0) < 2 else f"[{_num(t['ci_low'])}, {_num(t['ci_high'])}]"
+        if (entities or 0) < 2:
+            ci = "no CI (1 entity)"
+        elif rate and t["ci_low"] is not None and t["ci_high"] is not None:
+            ci = f"[{t['ci_low'] * 100:+.1f}, {t['ci_high'] * 100:+.1f}] points"
+        else:
+            ci = f"[{_num(t['ci_low'])}, {_num(t['ci_high'])}]"
+        change = change_label(t["treatment_mean"], t["baseline_mean"], t["relative_change_label"], rate=rate)
         rows.append(
-            [label, better, _num(t["baseline_mean"]), _num(t["treatment_mean"]), t["relative_change_label"], ci,
+            [label, better, _value(t["baseline_mean"], rate), _value(t["treatment_mean"], rate), change, ci,
              _num(t["p_value"]), _num(entities), str(t["n_questions"])]
         )  # fmt: skip
     return rows
@@ -120,41 +147,45 @@ def _preference_text(data: dict[str, Any]) -> str:
     )
 
 
-def generation_section(conn: duckdb.DuckDBPyConnection, domain: str) -> GenerationSection:
-    data = collect(conn, domain)
+TITLE = "Generation: does the answer carry the spread of opinions?"
+
+
+@dataclass(frozen=True)
+class GenerationParts:
+    """The section's pieces, for a report that lays out its own sections (the evaluation report)."""
+
+    title: str
+    text: str  # paragraphs separated by blank lines, before the table
+    headers: list[str]
+    rows: list[list[str]]
+    after: str  # the paragraph after the table
+
+
+def generation_parts(data: dict[str, Any]) -> GenerationParts | None:
+    """None when generation never ran for the domain (no tests)."""
     if not data["tests"]:
-        return GenerationSection("", "", data)
-    title = "Generation: does the answer carry the spread of opinions?"
+        return None
     writer = f"Writer: {data['writer']}." if data["writer"] else ""
     if data["writer"] == "offline":
         writer += (
             " The offline writer is a template filled with real statistics and verbatim quotes, not a language model."
         )
-    rows = _rows(data)
+    text = "\n\n".join(part for part in (TEXT, writer) if part)
+    return GenerationParts(TITLE, text, list(HEADERS), _rows(data), _preference_text(data))
+
+
+def generation_section(conn: duckdb.DuckDBPyConnection, domain: str) -> GenerationSection:
+    data = collect(conn, domain)
+    parts_of = generation_parts(data)
+    if parts_of is None:
+        return GenerationSection("", "", data)
+    rows = parts_of.rows
     table = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     table += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    markdown = "\n".join(["", f"## {title}", "", TEXT, "", writer, "", *table, "", _preference_text(data), ""])
+    markdown = "\n".join(["", f"## {TITLE}", "", parts_of.text, "", *table, "", parts_of.after, ""])
     e = html.escape
-    parts = [f"<h2>{e(title)}</h2>", f"<p>{e(TEXT)}</p>", f"<p>{e(writer)}</p>", "<table>"]
+    parts = [f"<h2>{e(TITLE)}</h2>", *(f"<p>{e(p)}</p>" for p in parts_of.text.split("\n\n")), "<table>"]
     parts.append("<tr>" + "".join(f"<th>{e(h)}</th>" for h in HEADERS) + "</tr>")
     parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows]
-    parts += ["</table>", f"<p>{e(_preference_text(data))}</p>"]
+    parts += ["</table>", f"<p>{e(parts_of.after)}</p>"]
     return GenerationSection(markdown, "\n".join(parts), data)
-
-
-def append_to_report(
-    conn: duckdb.DuckDBPyConnection, domain: str, markdown: Path, html_page: Path, metrics: Path
-) -> None:
-    """Append the section to an evaluation report already written (report.md, report.html, metrics.json), so the
-    evaluation report needs one call and knows nothing of generation's tables."""
-    section = generation_section(conn, domain)
-    if not section.markdown:
-        return
-    markdown.write_text(markdown.read_text(encoding="utf-8").rstrip("\n") + "\n" + section.markdown, encoding="utf-8")
-    page = html_page.read_text(encoding="utf-8")
-    closing = page.rfind("</body>")
-    page = page[:closing] + section.html + "\n" + page[closing:] if closing >= 0 else page + section.html
-    html_page.write_text(page, encoding="utf-8")
-    figures = json.loads(metrics.read_text(encoding="utf-8"))
-    figures["generation"] = section.data
-    metrics.write_text(json.dumps(figures, indent=2, default=str), encoding="utf-8")

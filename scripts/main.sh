@@ -21,8 +21,9 @@ Results
 Ask a knowledge base, e.g.:
   .venv/bin/oprag query "what do guests think of the breakfast?" --domain hotels -k 10
   .venv/bin/oprag query "is the wifi any good?" --domain hotels -k 10 --mode balanced
-Ask for an answer that carries the spread of opinions (or open a page for it with \`oprag serve\`):
+Ask for an answer that carries the spread of opinions:
   .venv/bin/oprag ask "what do guests think of the breakfast?" --domain hotels
-Open the Dagster UI (asset lineage, runs, the sensors and the nightly re-index):
-  DAGSTER_HOME=$DAGSTER_HOME .venv/bin/dagster dev -w workspace.yaml
+Or open a page for it: .venv/bin/oprag serve, then http://127.0.0.1:8000/
+Open the Dagster UI (asset lineage, runs, the sensors and the nightly re-index), then http://127.0.0.1:3000:
+  DAGSTER_HOME=$DAGSTER_HOME .venv/bin/dg dev
 MSG

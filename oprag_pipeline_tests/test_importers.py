@@ -865,3 +865,15 @@ def test_real_mams_test_sets(tmp_path: Path) -> None:
     acsa_ids = {row["doc_id"] for row in only_file(categories)}
     assert not acsa_ids & {row["doc_id"] for row in rows}
     assert all(o["target"] is None and o["category"] for row in only_file(categories) for o in row["gold_opinions"])
+
+
+def test_table_json_array_is_read_record_by_record(tmp_path: Path) -> None:
+    """A record nested 100,000 levels deep costs its own row: the records around it are imported."""
+    source = tmp_path / "export.json"
+    deep = '{"id": "deep", "body": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    good = [json.dumps({"id": "a", "body": "Battery lasts ] two days."}), json.dumps({"id": "b", "body": "Fine."})]
+    source.write_text("[" + good[0] + ",\n" + deep + ",\n" + good[1] + "]")
+    result = run_import("table", source, "phones", tmp_path / "data", text_col="body", id_col="id")
+    assert result.documents == 2
+    assert [(file, number) for file, number, _ in result.skipped] == [("export.json", 2)]
+    assert "json_too_deep" in result.skipped[0][2]

@@ -98,18 +98,30 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | 
 
 
 def _iter_json(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """A JSON array read element by element (the ingest's streaming splitter), so one bad or deeply nested record
+    costs its own row and a large file is never held whole; JSON lines saved as `.json` are read as such."""
+    from oprag_pipeline.ingest.readers import split_json_array
+
     with open_text(path) as handle:
-        content = handle.read()
-    if not content.lstrip().startswith("["):
+        head = handle.read(4096)
+    if not head.lstrip("\ufeff \t\r\n").startswith("["):
         yield from _iter_jsonl(path)  # JSON lines saved as .json
         return
-    try:
-        items = json.loads(content)
-    except json.JSONDecodeError as error:
-        yield error.lineno, None, f"malformed JSON: {error.msg}"
-        return
-    for number, item in enumerate(items, 1):
-        yield (number, item, None) if isinstance(item, dict) else (number, None, "array element is not an object")
+    with open_text(path) as handle:
+        chunks = (chunk.encode("utf-8", "surrogatepass") for chunk in iter(lambda: handle.read(1 << 20), ""))
+        for number, element, problem in split_json_array(chunks):
+            if problem is not None:
+                yield number, None, f"{problem.reason}: {problem.detail}"
+                continue
+            try:
+                item = json.loads(element.decode("utf-8", "surrogatepass"))
+            except json.JSONDecodeError as error:
+                yield number, None, f"malformed JSON: {error.msg}"
+                continue
+            except RecursionError:
+                yield number, None, "nested too deep to parse"
+                continue
+            yield (number, item, None) if isinstance(item, dict) else (number, None, "array element is not an object")
 
 
 def _iter_parquet(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:

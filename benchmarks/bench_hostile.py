@@ -153,6 +153,14 @@ def hostile_cases() -> list[Case]:
     )
     cases.append(Case("json_array_100k_deep", _file("deep.json", b"[" * 100_000 + b"]" * 100_000), "json_too_deep"))
     cases.append(
+        Case(  # the good record beside the deep one is read: arrays are split element by element
+            "json_array_good_and_100k_deep",
+            _file("mixed.json", b'[{"doc_id": "g1", "text": "Fine."}, ' + b"[" * 100_000 + b"]" * 100_000 + b"]"),
+            "json_too_deep",
+            ("before", "after", "g1"),
+        )
+    )
+    cases.append(
         Case(
             "json_array_with_infinity",
             _file("arr.json", b'[{"doc_id": "z", "text": "t", "rating": Infinity}]'),

@@ -1,9 +1,9 @@
 """Materializing the graph in process, for the CLI and the README's main command.
 
 This is Dagster's own job execution on the same definitions the UI loads, against a persistent instance, so every
-run is recorded and visible in the UI afterwards: `execute_in_process` by default, or with
-`OPRAG_EXECUTOR=multiprocess` `execute_job` on the reconstructable job, so each step runs in a process of its own
-(the extraction shards side by side; `concurrency.py`).
+run is recorded and visible in the UI afterwards: the steps one after another in this process by default, or with
+`OPRAG_EXECUTOR=multiprocess` each step in a process of its own (the extraction shards side by side;
+`concurrency.py`).
 
 One writer at a time, by design: the DuckDB warehouse and the embedded vector shards each admit a single writing
 process, so a run holds an exclusive file lock on the data directory (`<data>/.oprag-run.lock`, an OS lock that
@@ -11,6 +11,11 @@ dies with its process, so a killed run never leaves it stuck); a step's process 
 multiprocess executor's children) runs under that hold. A second run waits for it, or refuses, and says who
 holds it; a query probes it to tell "busy" from "broken". Runs recorded as started by a process that no longer
 exists (killed with SIGKILL, a power cut) are marked failed when the next run takes the lock.
+
+A run is created as `dagster job launch` creates one: with the remote origin of the code location the UI loads
+(`oprag`, pyproject's [tool.dagster] and workspace.yaml), so it carries the `.dagster/repository` tag the job page,
+Overview and the code location filter runs by, and the UI can re-execute it. It then executes in this process
+(`execute_run`), with the definitions' executor.
 """
 
 from __future__ import annotations
@@ -32,15 +37,25 @@ from dagster import (
     DagsterEventType,
     DagsterInstance,
     DagsterRunStatus,
+    DefaultSensorStatus,
     RunsFilter,
-    execute_job,
     logger,
     reconstructable,
 )
 from dagster import Field as DagsterField
+from dagster._core.execution.api import execute_run
+from dagster._core.remote_origin import (
+    ManagedGrpcPythonEnvCodeLocationOrigin,
+    RemoteInstigatorOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
+from dagster._core.scheduler.instigation import InstigatorStatus
+from dagster._core.storage.tags import PARTITION_NAME_TAG
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+from dagster._daemon.asset_daemon import get_auto_materialize_paused, set_auto_materialize_paused
 from filelock import FileLock, Timeout
 
-from oprag_pipeline import config
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 
 JOB_NAME = "domain_refresh_job"
@@ -51,6 +66,11 @@ TAG_DATA_DIR = "oprag/data_dir"
 TAG_PID = "oprag/pid"
 TAG_HOST = "oprag/host"
 UNFINISHED = [DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+# The code location the UI loads: pyproject's [tool.dagster] / [tool.dg.project] and workspace.yaml say the same
+# (a test holds them together).
+CODE_LOCATION = "oprag"
+DEFINITIONS_MODULE = "oprag_pipeline.definitions"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 class WriterBusyError(RuntimeError):
@@ -280,34 +300,75 @@ def materialize_domains(
     root = data_dir or settings.data_dir()
     asset_keys = resolve_selection(defs, selection)
     register_domains(instance, domains)
-    job = traced_cli_job() if tracebacks else cli_job()
-    tags = {"oprag/trigger": "cli", TAG_DATA_DIR: str(root), TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
-    in_process = config.value_or_default("OPRAG_EXECUTOR") == "in_process"
+    show_automation_state(instance, defs)
+    # the definitions' executor (in process, or a process per step): each step's process rebuilds the job from here
+    recon_job = reconstructable(traced_cli_job if tracebacks else cli_job)
+    job_def = recon_job.get_definition()
+    origin = remote_job_origin(defs)
+    tags = {
+        **job_def.run_tags,
+        "oprag/trigger": "cli",
+        TAG_DATA_DIR: str(root),
+        TAG_PID: str(os.getpid()),
+        TAG_HOST: socket.gethostname(),
+    }
     for domain in domains:
         started = time.perf_counter()
-        if in_process:
-            result = job.execute_in_process(
-                instance=instance,
-                partition_key=domain,
-                asset_selection=asset_keys,
-                run_config=QUIET_LOGS,
-                raise_on_error=False,
-                tags=tags,
-            )
-            success, run_id, events = result.success, result.run_id, result.all_events
-        else:
-            # the definitions' executor (a process per step): each step's process rebuilds the job from this module
-            with execute_job(
-                reconstructable(cli_job if not tracebacks else traced_cli_job),
-                instance=instance,
-                asset_selection=asset_keys,
-                run_config=QUIET_LOGS,
-                raise_on_error=False,
-                tags={**tags, "dagster/partition": domain},
-            ) as result:
-                success, run_id, events = result.success, result.run_id, list(result.all_events)
+        run = instance.create_run_for_job(
+            job_def=job_def,
+            run_config=QUIET_LOGS,
+            tags={**tags, PARTITION_NAME_TAG: domain},
+            asset_selection=frozenset(asset_keys),
+            remote_job_origin=origin,
+            job_code_origin=recon_job.get_python_origin(),
+        )
+        result = execute_run(recon_job, run, instance, raise_on_error=False)
+        success, run_id, events = result.success, result.run_id, list(result.all_events)
         steps = sum(1 for e in events if e.event_type == DagsterEventType.STEP_SUCCESS)
         yield DomainOutcome(domain, success, run_id, steps, time.perf_counter() - started, _step_failures(events))
+
+
+def code_location_origin() -> ManagedGrpcPythonEnvCodeLocationOrigin:
+    """The code location as `dagster dev -w workspace.yaml` and `dg dev` load it: the definitions module, run by
+    this Python from the project's root, under the name the UI shows."""
+    target = LoadableTargetOrigin(
+        executable_path=sys.executable, module_name=DEFINITIONS_MODULE, working_directory=str(PROJECT_ROOT)
+    )
+    return ManagedGrpcPythonEnvCodeLocationOrigin(target, CODE_LOCATION)
+
+
+def repository_origin(defs) -> RemoteRepositoryOrigin:
+    return RemoteRepositoryOrigin(code_location_origin(), defs.get_repository_def().name)
+
+
+def remote_job_origin(defs) -> RemoteJobOrigin:
+    """The origin a run of the refresh job launched from the UI has; its label (`__repository__@oprag`) is the
+    `.dagster/repository` tag by which the job page, Overview and the code location list their runs."""
+    return RemoteJobOrigin(repository_origin(defs), JOB_NAME)
+
+
+def show_automation_state(instance: DagsterInstance, defs) -> bool:
+    """Make the UI's "Auto-materialize on/off" badge say whether eager automation runs; whether it does.
+
+    With automation sensors (Dagster's default, `auto_materialize.use_sensors`), conditions are evaluated by the
+    sensors, here `automation_sensor`, whose state the Automation page shows and toggles. The job and asset group
+    headers still read the instance's older global pause flag, which no page can set in that mode and which reads
+    as paused until set, so the badge said "off" while the sensor ran. It is set here to the sensor's state (its
+    default, RUNNING, until someone switches it in the UI); with the older global daemon it is left to the user.
+    """
+    from oprag_pipeline.automation import automation_sensor
+
+    if not instance.auto_materialize_use_sensors:
+        return not get_auto_materialize_paused(instance)
+    origin = RemoteInstigatorOrigin(repository_origin(defs), automation_sensor.name)
+    state = instance.get_instigator_state(origin.get_id(), origin.get_selector().get_id())
+    if state is None or state.status == InstigatorStatus.DECLARED_IN_CODE:
+        running = automation_sensor.default_status == DefaultSensorStatus.RUNNING
+    else:
+        running = state.status == InstigatorStatus.RUNNING
+    if get_auto_materialize_paused(instance) == running:
+        set_auto_materialize_paused(instance, not running)
+    return running
 
 
 def traced_cli_job():

@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import duckdb
 import pytest
-from dagster import AssetCheckKey, AssetKey, DagsterInstance, materialize
+import yaml
+from click.testing import CliRunner
+from dagster import AssetCheckKey, AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, materialize
+from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
+from dagster._daemon.asset_daemon import get_auto_materialize_paused
 
 from oprag_pipeline.asset_metadata import OWNERS
-from oprag_pipeline.cli import dagster_instance
+from oprag_pipeline.cli import dagster_instance, main
 from oprag_pipeline.definitions import build_definitions
 from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.checks import NEEDS_PARTITION
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME, domain_partitions
 from oprag_pipeline.resources import build_resources
+from oprag_pipeline.runner import CODE_LOCATION, DEFINITIONS_MODULE
 from oprag_pipeline_tests.conftest import write_lines
 
+ROOT = Path(__file__).resolve().parents[1]
 SQL_LAYERS = ("stg_", "mart_")  # the SQL models' name prefixes (dbt_like_sql/)
 
 
@@ -134,3 +141,45 @@ def test_python_asset_checks_are_partitioned_by_domain(data_dir: Path) -> None:
         "raw_kb:points_match_source",
     ]
     assert all(graph.get_check_spec(key).partitions_def == domain_partitions for key in python_checks)
+
+
+def test_the_cli_runs_in_the_code_location_the_ui_loads() -> None:
+    """CLI runs are recorded with the origin of the code location pyproject and workspace.yaml declare."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["tool"]["dagster"] == {"module_name": DEFINITIONS_MODULE, "code_location_name": CODE_LOCATION}
+    project = pyproject["tool"]["dg"]["project"]
+    assert (project["code_location_target_module"], project["code_location_name"]) == (
+        DEFINITIONS_MODULE,
+        CODE_LOCATION,
+    )
+    [entry] = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"]
+    assert entry["python_module"]["module_name"] == DEFINITIONS_MODULE
+    assert entry["python_module"]["location_name"] == CODE_LOCATION
+
+
+@pytest.mark.slow  # a CLI run and a look at the instance afterwards
+def test_a_cli_run_is_listed_on_the_job_page(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`oprag run` records its run with the code location's origin: the UI's job page, Overview and the code
+    location list runs by the `.dagster/repository` tag that origin gives, and can re-execute the run. The eager
+    automation is shown on (the job header's badge reads the instance's pause flag)."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    write_lines(data_dir / "raw/shop/a.jsonl", [json.dumps({"doc_id": "1", "text": "Sturdy lid."})])
+    run = CliRunner().invoke(main, ["run", "--select", "raw_documents"])
+    assert run.exit_code == 0, run.output
+    with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        [cli_run] = instance.get_runs()
+        origin = cli_run.remote_job_origin
+        assert origin is not None
+        assert (origin.location_name, origin.repository_origin.repository_name, origin.job_name) == (
+            CODE_LOCATION,
+            "__repository__",
+            "domain_refresh_job",
+        )
+        # the filter of the job page (JobMetadata.tsx) and of Overview's per-location rows
+        label = {REPOSITORY_LABEL_TAG: f"__repository__@{CODE_LOCATION}"}
+        listed = instance.get_runs(RunsFilter(job_name="domain_refresh_job", tags=label))
+        assert [r.run_id for r in listed] == [cli_run.run_id]
+        assert cli_run.status == DagsterRunStatus.SUCCESS
+        assert cli_run.tags["dagster/partition"] == "shop" and cli_run.tags["oprag/trigger"] == "cli"
+        assert cli_run.asset_selection == {raw_documents.key}
+        assert not get_auto_materialize_paused(instance)

@@ -296,7 +296,8 @@ def _warehouse(data: Path, scratch: Path) -> None:
 def _notes(_data: Path, scratch: Path) -> None:
     (scratch / "notes.jsonl").write_text(BEFORE + "\n" + AFTER + "\n")
     (scratch / "image.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00")
-    (scratch / "export.csv").write_text("id,body\na,Battery lasts two days.\n")
+    # no column is plainly the text ("body", "text", "review"... would be taken): the error lists the columns found
+    (scratch / "export.csv").write_text("id,words\na,Battery lasts two days.\n")
 
 
 def _empty_domain(data: Path, scratch: Path) -> None:
@@ -388,13 +389,13 @@ def misuses() -> list[Misuse]:
         Misuse(
             "import_table_without_text_col",
             ["import", "table", "{scratch}/export.csv", "--domain", "n"],
-            ("--text-col",),
+            ("--text-col", "columns found", "id, words"),
             None,
             _notes,
         ),
         Misuse(
             "import_unsafe_domain",
-            ["import", "table", "{scratch}/export.csv", "--domain", "hôtel-ü", "--text-col", "body"],
+            ["import", "table", "{scratch}/export.csv", "--domain", "hôtel-ü", "--text-col", "words"],
             ("ASCII",),
             None,
             _notes,

@@ -178,7 +178,7 @@ def opinion_timelines(
             "drifted_entities": MetadataValue.json(
                 {t.entity_name: round(t.drift.w1_vs_all_time, 2) for t in drifted if t.drift}
             ),
-            "alpha": config.alpha,
+            "alpha": MetadataValue.text(f"{config.alpha:g}"),  # a setting, not a measurement to plot
         },
     )
 

@@ -237,7 +237,8 @@ class DuckDBSqlModel(TemplatedSqlComponent):
                     check_name=test.name,
                     passed=failing == 0,
                     severity=AssetCheckSeverity.ERROR,
-                    metadata={"failing_rows": int(failing)},
+                    # text: the check page plots numbers over time, and this one is 0 unless the test fails
+                    metadata={"failing_rows": MetadataValue.text(str(int(failing)))},
                     description=test.description,
                 )
 

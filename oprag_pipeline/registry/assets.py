@@ -275,7 +275,7 @@ def entity_registry(
     )
     return MaterializeResult(
         metadata={
-            "registry_version": registry.version,
+            "registry_version": MetadataValue.text(str(registry.version)),  # an identifier, not plotted
             "entities": len(active),
             "tier1_categories": len({e.tier1_id for e in active}),
             "tier2_groups": len({e.tier2_id for e in active}),

@@ -28,7 +28,9 @@ DMASTE_LINE = (
     "The battery life is great but the screen scratches easily . The case is fine .####"
     "[([1, 2], [4], 'POS'), ([7], [8, 9], 'NEG'), ([12], [14], 'NEU'), ([-1], [4], 'POS')]####Electronics"
 )
-DMASTE_CONFLICT = "The lid is nice and the lid leaks .####[([1], [3], 'POS'), ([6], [7], 'NEG'), ([1], [7], 'NEG')]####Home"
+DMASTE_CONFLICT = (
+    "The lid is nice and the lid leaks .####[([1], [3], 'POS'), ([6], [7], 'NEG'), ([1], [7], 'NEG')]####Home"
+)
 
 
 def test_dmaste_tokens_become_character_spans() -> None:

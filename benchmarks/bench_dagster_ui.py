@@ -2,16 +2,21 @@
 starting the UI's daemon after `oprag run` launches anything.
 
 It materializes the demo corpus at a small size into a fresh data directory and `DAGSTER_HOME` (or reuses a
-`--workdir` that already holds one), starts `dagster dev` (webserver and daemon) on 127.0.0.1 on a free port, runs
-the partitioned check `raw_documents / rows_reconcile` for one domain on its own through the UI's GraphQL
-`launchRun` (Dagster 1.13's check page disables "Execute" for a partitioned check, "not yet supported", and its
-"Execute all" sends no partition, which the check refuses with an explanation), and writes PNGs of: the global
-asset lineage (groups, then expanded), the Partitions tab of `raw_documents`, the check's result page and its
-per-partition view, the check's run, the Automation page and the `evaluation_report` asset's page with its summary.
+`--workdir` that already holds one), starts `dg dev` (webserver and daemon, the code location of pyproject's
+[tool.dg]) on 127.0.0.1 on a free port, prints whether the job page lists the CLI's runs (the UI's own query: runs
+of `domain_refresh_job` tagged with the code location), runs the partitioned check `raw_documents / rows_reconcile`
+for one domain on its own through the UI's GraphQL `launchRun` (Dagster 1.13's check page disables "Execute" for a
+partitioned check, "not yet supported", and its "Execute all" sends no partition, which the check refuses with an
+explanation), and writes PNGs of: the job's page
+and its Runs tab, the Overview timeline, the global asset lineage (groups, then expanded), the Partitions tab of
+`raw_documents`, the check's result page and its per-partition view, the check's run, the Automation page and the
+`evaluation_report` asset's page with its summary (`--pages` picks some by name; without a check page the check is
+not run).
 It prints the runs the daemon launched by itself while the UI was up (after a CLI run with nothing changed there
 should be none) and the check's outcome.
 
     .venv/bin/python benchmarks/bench_dagster_ui.py [--workdir DIR] [--docs 300] [--out DIR] [--settle 45]
+        [--select '*'] [--pages 0_job,0b_job_runs]
 
 Screenshots go to `--out` (default `<workdir>/screenshots`); nothing is written into the repository.
 Chromium is Debian's (/usr/bin/chromium), driven by Playwright as in `test_serve_browser.py`.
@@ -35,6 +40,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 LOCATION = "oprag"  # the code location's name in workspace.yaml and pyproject
+REPOSITORY = "__repository__"  # the name Dagster gives the one repository of a `Definitions`
+JOB = "domain_refresh_job"
+# Debian's chromium as the issue's screenshots were taken: no sandbox (root), no GPU, nothing fetched in the background
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 CHECKED_ASSET = "raw_documents"
 CHECK_NAME = "rows_reconcile"
 PARTITIONED_ASSET = "raw_documents"
@@ -49,16 +66,20 @@ def _free_port() -> int:
 
 def _env(workdir: Path) -> dict[str, str]:
     env = dict(os.environ)
+    venv = Path(sys.executable).parent
     env.update(
         DAGSTER_HOME=str(workdir / "home"),
         OPRAG_DATA_DIR=str(workdir / "data"),
         PYTHONPATH=str(ROOT),
+        # `dg` runs the project in the active environment; this one (else it warns that none is active)
+        VIRTUAL_ENV=str(venv.parent),
+        PATH=f"{venv}{os.pathsep}{env.get('PATH', '')}",
     )
     env.setdefault("OPRAG_MODEL_DIR", str(ROOT / "data" / "models"))
     return env
 
 
-def materialize(workdir: Path, docs: int) -> float:
+def materialize(workdir: Path, docs: int, select: str = "*") -> float:
     """The demo corpus through `oprag run`, as `./scripts/main.sh` does; seconds taken (0 when reused)."""
     if (workdir / "data" / "warehouse.duckdb").exists():
         print(f"reusing the materialized pipeline in {workdir}")
@@ -66,7 +87,7 @@ def materialize(workdir: Path, docs: int) -> float:
     (workdir / "home").mkdir(parents=True, exist_ok=True)
     oprag = str(Path(sys.executable).parent / "oprag")
     started = time.perf_counter()
-    for cmd in ([oprag, "generate-demo", "--docs", str(docs)], [oprag, "run"]):
+    for cmd in ([oprag, "generate-demo", "--docs", str(docs)], [oprag, "run", "--select", select]):
         done = subprocess.run(cmd, cwd=ROOT, env=_env(workdir), capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"`{' '.join(cmd[1:])}` failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -74,15 +95,16 @@ def materialize(workdir: Path, docs: int) -> float:
 
 
 class Dagster:
-    """`dagster dev` (webserver and daemon) in its own process group, stopped with it."""
+    """`dg dev` (webserver and daemon) in its own process group, stopped with it. (`dagster dev -w workspace.yaml`
+    serves the same code location but prints Dagster's SupersessionWarning pointing to `dg dev`.)"""
 
     def __init__(self, workdir: Path) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(workdir / "dagster_dev.log", "w")  # noqa: SIM115 - closed in stop()
-        dagster = str(Path(sys.executable).parent / "dagster")
+        dg = str(Path(sys.executable).parent / "dg")
         self.proc = subprocess.Popen(
-            [dagster, "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(self.port)],
+            [dg, "dev", "-h", "127.0.0.1", "-p", str(self.port)],
             cwd=ROOT,
             env=_env(workdir),
             stdout=self.log,
@@ -94,7 +116,7 @@ class Dagster:
         started = time.perf_counter()
         while time.perf_counter() - started < timeout:
             if self.proc.poll() is not None:
-                raise SystemExit(f"dagster dev exited with {self.proc.returncode}; see {self.log.name}")
+                raise SystemExit(f"dg dev exited with {self.proc.returncode}; see {self.log.name}")
             try:
                 status = self.graphql(
                     "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"
@@ -123,6 +145,24 @@ class Dagster:
         )
         return data["runsOrError"]["results"]
 
+    def job_runs(self) -> list[dict[str, Any]]:
+        """The runs the job page lists: its query's filter (the job's name and the code location's tag)."""
+        data = self.graphql(
+            """query($filter: RunsFilter!) { runsOrError(filter: $filter, limit: 50) { ... on Runs { results {
+                 runId status tags { key value } repositoryOrigin { repositoryLocationName repositoryName } } } } }""",
+            {
+                "filter": {
+                    "pipelineName": JOB,
+                    "tags": [{"key": ".dagster/repository", "value": f"{REPOSITORY}@{LOCATION}"}],
+                }
+            },
+        )
+        return data["runsOrError"]["results"]
+
+    def automation_paused(self) -> bool:
+        """What the job header's "Auto-materialize on/off" badge shows (True: off)."""
+        return self.graphql("{ instance { autoMaterializePaused } }")["instance"]["autoMaterializePaused"]
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -149,7 +189,7 @@ def launch_check(ui: Dagster, partition: str) -> str:
             "params": {
                 "selector": {
                     "repositoryLocationName": LOCATION,
-                    "repositoryName": "__repository__",
+                    "repositoryName": REPOSITORY,
                     "jobName": job,
                     "assetSelection": [],
                     "assetCheckSelection": [{"assetKey": {"path": [CHECKED_ASSET]}, "name": CHECK_NAME}],
@@ -190,7 +230,18 @@ def check_evaluation(ui: Dagster, partition: str) -> dict[str, Any] | None:
     return None
 
 
-def screenshots(ui: Dagster, out: Path, partition: str, check_run: str) -> list[Path]:
+def dismiss_newsletter(page, wait_ms: int = 0) -> None:
+    """Close the first visit's "Join the Dagster community" dialog (it can open a few seconds after a page loads)."""
+    skip = page.get_by_role("button", name="Skip")
+    try:
+        skip.first.wait_for(state="visible", timeout=wait_ms or 1)
+    except Exception:  # Playwright's TimeoutError: no dialog
+        return
+    skip.first.click()
+    page.wait_for_timeout(1000)
+
+
+def screenshots(ui: Dagster, out: Path, partition: str, check_run: str | None, names: set[str] | None) -> list[Path]:
     """One PNG per page; some pages need a click first (an expanded graph, the report's summary markdown)."""
     from playwright.sync_api import sync_playwright
 
@@ -208,6 +259,9 @@ def screenshots(ui: Dagster, out: Path, partition: str, check_run: str) -> list[
         page.locator("text=Partitions >> visible=true").last.click()
 
     pages = {
+        "0_job": (f"/locations/{LOCATION}/jobs/{JOB}", None),
+        "0b_job_runs": (f"/locations/{LOCATION}/jobs/{JOB}/runs", None),
+        "0c_overview": ("/overview/activity/timeline", None),
         "1_asset_lineage_groups": ("/asset-groups", None),
         "1b_asset_lineage_expanded": ("/asset-groups", expand_groups),
         "2_partitions": (f"/assets/{PARTITIONED_ASSET}?view=partitions&partition={partition}", None),
@@ -221,18 +275,19 @@ def screenshots(ui: Dagster, out: Path, partition: str, check_run: str) -> list[
     written = []
     with sync_playwright() as driver:
         # --no-sandbox: CI runs as root, where chromium refuses its sandbox
-        browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        # (Playwright gives the browser a fresh temporary profile of its own: no --user-data-dir)
+        browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.goto(ui.url + "/overview", timeout=120_000)
-            page.wait_for_timeout(3000)
-            skip = page.get_by_role("button", name="Skip")  # the first visit's newsletter dialog
-            if skip.count():
-                skip.first.click()
+            dismiss_newsletter(page, wait_ms=15_000)
             for name, (path, action) in pages.items():
+                if (names is not None and name not in names) or (name.startswith("3") and check_run is None):
+                    continue
                 page.goto(ui.url + path, timeout=120_000)
                 page.wait_for_load_state("load")
                 page.wait_for_timeout(6000)  # the UI fills in by GraphQL polls; there is no idle state to await
+                dismiss_newsletter(page)
                 if action is not None:
                     action(page)
                     page.wait_for_timeout(4000)
@@ -248,20 +303,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, help="reuse or create this folder (default: a fresh temporary one)")
     parser.add_argument("--docs", type=int, default=300, help="demo documents (the OPRAG_DEMO_DOCS of main.sh)")
+    parser.add_argument("--select", default="*", help="the assets `oprag run` materializes (default: all)")
     parser.add_argument("--out", type=Path, help="screenshot folder (default: <workdir>/screenshots)")
+    parser.add_argument("--pages", help="comma-separated screenshot names, e.g. 0_job,0b_job_runs (default: all)")
     parser.add_argument(
         "--settle", type=float, default=45.0, help="seconds the daemon runs before its own runs are counted"
     )
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    names = {name.strip() for name in args.pages.split(",") if name.strip()} if args.pages else None
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="oprag-ui-"))).resolve()
-    seconds = materialize(workdir, args.docs)
+    seconds = materialize(workdir, args.docs, args.select)
     if seconds:
         print(f"oprag generate-demo --docs {args.docs} && oprag run: {seconds:.0f} s")
     ui = Dagster(workdir)
     try:
-        print(f"dagster dev on {ui.url}: code location loaded in {ui.wait_ready():.0f} s")
+        print(f"dg dev on {ui.url}: code location loaded in {ui.wait_ready():.0f} s")
+        cli_runs = [r for r in ui.runs() if {"key": "oprag/trigger", "value": "cli"} in r["tags"]]
+        listed = {r["runId"] for r in ui.job_runs()}
+        print(
+            f"the {JOB} page lists {len(listed & {r['runId'] for r in cli_runs})} of the {len(cli_runs)} CLI runs; "
+            f"automation badge: {'off' if ui.automation_paused() else 'on'}"
+        )
         before = {r["runId"] for r in ui.runs()}
         time.sleep(args.settle)  # sensor and automation ticks (every 30 s) have had their first evaluation
         started_by_daemon = [r for r in ui.runs() if r["runId"] not in before]
@@ -270,14 +334,16 @@ def main() -> None:
             tags = {t["key"]: t["value"] for t in run["tags"] if t["key"].startswith("dagster/")}
             print(f"  {run['runId'][:8]} {run['status']} {tags}")
         partition = sorted({t["value"] for r in ui.runs() for t in r["tags"] if t["key"] == "dagster/partition"})[0]
-        run_id = launch_check(ui, partition)
-        status = wait_run(ui, run_id)
-        execution = check_evaluation(ui, partition)
-        print(
-            f"check {CHECKED_ASSET}/{CHECK_NAME} on partition {partition!r}: run {run_id[:8]} {status}; "
-            f"evaluation {execution}"
-        )
-        for path in screenshots(ui, args.out or workdir / "screenshots", partition, run_id):
+        run_id = None
+        if names is None or any(name.startswith("3") for name in names):
+            run_id = launch_check(ui, partition)
+            status = wait_run(ui, run_id)
+            execution = check_evaluation(ui, partition)
+            print(
+                f"check {CHECKED_ASSET}/{CHECK_NAME} on partition {partition!r}: run {run_id[:8]} {status}; "
+                f"evaluation {execution}"
+            )
+        for path in screenshots(ui, args.out or workdir / "screenshots", partition, run_id, names):
             print(f"screenshot: {path}")
     finally:
         ui.stop()

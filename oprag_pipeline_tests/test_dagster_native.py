@@ -11,17 +11,25 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from dagster import AssetCheckKey, AssetKey, DagsterInstance, DagsterRunStatus, RunsFilter, materialize
+from dagster._core.remote_origin import (
+    ManagedGrpcPythonEnvCodeLocationOrigin,
+    RemoteInstigatorOrigin,
+    RemoteRepositoryOrigin,
+)
+from dagster._core.scheduler.instigation import InstigatorState, InstigatorStatus, InstigatorType
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._daemon.asset_daemon import get_auto_materialize_paused
 
 from oprag_pipeline.asset_metadata import OWNERS
+from oprag_pipeline.automation import automation_sensor
 from oprag_pipeline.cli import dagster_instance, main
 from oprag_pipeline.definitions import build_definitions
 from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.checks import NEEDS_PARTITION
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME, domain_partitions
 from oprag_pipeline.resources import build_resources
-from oprag_pipeline.runner import CODE_LOCATION, DEFINITIONS_MODULE
+from oprag_pipeline.runner import CODE_LOCATION, DEFINITIONS_MODULE, show_automation_state
 from oprag_pipeline_tests.conftest import write_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,3 +191,19 @@ def test_a_cli_run_is_listed_on_the_job_page(data_dir: Path, tmp_path: Path, mon
         assert cli_run.tags["dagster/partition"] == "shop" and cli_run.tags["oprag/trigger"] == "cli"
         assert cli_run.asset_selection == {raw_documents.key}
         assert not get_auto_materialize_paused(instance)
+
+
+def test_the_automation_badge_follows_the_automation_sensor(data_dir: Path, dagster_instance: DagsterInstance) -> None:
+    """On by default (the sensor's default status); off once the sensor is stopped in the UI, whose stored state
+    carries the webserver's own origin (another working directory here): found by the sensor's name and location."""
+    defs = build_definitions()
+    assert get_auto_materialize_paused(dagster_instance)  # a fresh instance reads as paused
+    assert show_automation_state(dagster_instance, defs)
+    assert not get_auto_materialize_paused(dagster_instance)
+
+    target = LoadableTargetOrigin(module_name=DEFINITIONS_MODULE, working_directory="/elsewhere")
+    location = ManagedGrpcPythonEnvCodeLocationOrigin(target, CODE_LOCATION)
+    origin = RemoteInstigatorOrigin(RemoteRepositoryOrigin(location, "__repository__"), automation_sensor.name)
+    dagster_instance.add_instigator_state(InstigatorState(origin, InstigatorType.SENSOR, InstigatorStatus.STOPPED))
+    assert not show_automation_state(dagster_instance, defs)
+    assert get_auto_materialize_paused(dagster_instance)

@@ -219,8 +219,8 @@ def battery_passage(rank: int, text: str, sigma: int, impact: int = 10, doc: str
 
 
 BATTERY_PASSAGES = [
-    # the strongest negative post opens with a self-introduction: the introduction is not its evidence
-    battery_passage(1, "Long-time lurker, first post here. The battery dies before lunch every day.", -20, impact=30),
+    # the strongest negative post opens with a self-introduction that names the entity: still not its evidence
+    battery_passage(1, "New battery owner here, 2 weeks in. The battery dies before lunch every day.", -20, impact=30),
     # nothing in it states an opinion: a question and an introduction
     battery_passage(2, "Retired teacher, 3 phones so far. Is it normal that it gets warm?", -20, impact=30),
     # higher impact than post-4, but it never says what it is about
@@ -253,10 +253,18 @@ def test_sentences_without_an_opinion_of_the_entity_are_not_quoted() -> None:
     from oprag_pipeline.generate.evidence import quotable
 
     assert quotable("Retired teacher, 3 phones so far. Is it normal that it gets warm?", BATTERY) == []
+    # naming the entity is not enough: a verbless fragment states nothing about it; a pleasantry evaluates nothing
+    assert quotable("Battery collector here, 5 phones in. Thanks in advance.", BATTERY) == []
+    statement = quotable("Thanks in advance. The battery is 4000 mAh. It broke after a week.", BATTERY)
+    assert [c.text for c in statement] == ["The battery is 4000 mAh.", "It broke after a week."]
+    # a sentence that reads as the other side gives way to one that does not
+    mixed = "The battery looked great in the shop. The battery died within a week."
+    assert quotable(mixed, BATTERY, "negative")[0].text == "The battery died within a week."
+    assert quotable(mixed, BATTERY, "positive")[0].text == "The battery looked great in the shop."
     for kb in ("enriched", "raw"):
         texts = [q.text for q in compose_offline(battery_context(kb)).quotes]
         assert "The battery dies before lunch every day." in texts  # its opinion, not its introduction
-        assert not any("lurker" in t or "teacher" in t or t.endswith("?") for t in texts), (kb, texts)
+        assert not any("owner here" in t or "teacher" in t or t.endswith("?") for t in texts), (kb, texts)
         assert "post-2" not in [q.doc_id for q in compose_offline(battery_context(kb)).quotes]
 
 

@@ -59,24 +59,27 @@ def side_quotes(
     context: AnswerContext, entity_id: str, shown: QuoteDeduplicator | None = None
 ) -> dict[str, list[tuple[Quote, Passage]]]:
     """Per side, the strongest retrieved evidence about the entity: passages whose quotable sentence names the
-    entity first, then by impact, intensity and relevance; one quote per document, none repeated (`shown` carries
-    the quotes already in the answer), none without an opinion of the entity (`evidence.quotable`)."""
+    entity first, then those whose sentence does not read as the other side, then by impact, intensity and
+    relevance; one quote per document, none repeated (`shown` carries the quotes already in the answer), none
+    without an opinion of the entity (`evidence.quotable`)."""
     entity = context.registry.get(entity_id)
     shown = shown if shown is not None else QuoteDeduplicator()
-    by_side: dict[str, list[tuple[Passage, list[str], bool]]] = {side: [] for side in SIDES}
+    by_side: dict[str, list[tuple[Passage, list[str], tuple[bool, bool]]]] = {side: [] for side in SIDES}
     for passage in context.passages:
         opinion = passage.opinion_on(entity_id)
         if opinion is None:
             continue
-        candidates = quotable(passage.text, entity)
+        side = side_of(opinion.sentiment_intensity)
+        candidates = quotable(passage.text, entity, side)
         if candidates:
-            texts = [clip(c.text) for c in candidates]
-            by_side[side_of(opinion.sentiment_intensity)].append((passage, texts, candidates[0].names_entity))
+            best = candidates[0]
+            rank = (not best.names_entity, best.contradicts_side)
+            by_side[side].append((passage, [clip(c.text) for c in candidates], rank))
     chosen: dict[str, list[tuple[Quote, Passage]]] = {}
     for side, found in by_side.items():
         seen: set[str] = set()
         picked = []
-        for passage, texts, _names in sorted(found, key=lambda f: (not f[2], _strength(f[0], entity_id))):
+        for passage, texts, _rank in sorted(found, key=lambda f: (*f[2], _strength(f[0], entity_id))):
             if passage.doc_id in seen:
                 continue
             text = shown.first_new(texts)

@@ -2,19 +2,22 @@
 
 A passage is retrieved (and labelled with an opinion) as a whole, but an answer quotes one sentence of it, and not
 every sentence of an opinionated post states that opinion: "New seller here, 2 months in." opens a complaint
-without being one. A sentence is quotable evidence about an entity when it
+without being one, even about sellers. A sentence is quotable evidence about an entity when it is not a question (a
+question asks for an opinion, it does not state one), and
 
-- is not a question (a question asks for an opinion, it does not state one), and
-- names the entity (its name or an alias), or carries evaluative words by VADER's general-English lexicon
-  (|compound| at or above VADER's own neutral cut-off).
+- it names the entity (its name or an alias) and either evaluates something (VADER's general-English lexicon finds
+  an evaluation: |compound| at or above VADER's own neutral cut-off) or makes a statement (it has a finite verb, by
+  TextBlob's bundled part-of-speech tagger): "Breakfast was served from 7 to 10:30." is a neutral statement about
+  breakfast, while a verbless fragment that names it without judging it ("New seller here, 2 months in.",
+  "EU seller (Spain).") is an introduction; or
+- it does not name the entity but evaluates and makes a statement ("It broke after a week."): a verbless pleasantry
+  ("Thanks in advance.") evaluates nothing the reader asked about.
 
-So greetings, self-introductions and bare facts that name nothing the question is about drop out, whatever the
-domain, while "Breakfast was served from 7 to 10:30." stays quotable as a neutral statement about breakfast.
-
-Among the quotable sentences of a passage the ones that name the entity come first (a reader can see what the quote
-is about), those that also evaluate it before the others. Across an answer a quote is shown once: a sentence whose
-normalised text equals, or nearly equals, one already chosen (the same review posted twice, a template answer
-repeated by a seller) is skipped.
+These are grammar and a general lexicon, not word lists of a domain. Among the quotable sentences of a passage the
+ones that name the entity come first (a reader can see what the quote is about), then those whose tone does not
+contradict the side they are quoted for, then those that evaluate. Across an answer a quote is shown once: a
+sentence whose normalised text equals, or nearly equals, one already chosen (the same review posted twice, a
+template reply repeated) is skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from oprag_pipeline.enrich.cues import VADER_POLARITY_THRESHOLD, vader_compound
 from oprag_pipeline.generate.context import sentences
@@ -62,16 +67,48 @@ def evaluative(sentence: str) -> bool:
     return abs(vader_compound(sentence)) >= VADER_POLARITY_THRESHOLD
 
 
+def contradicts(sentence: str, side: str | None) -> bool:
+    """Whether the sentence's tone (VADER) is the opposite of the side it would be quoted for."""
+    compound = vader_compound(sentence)
+    if side == "positive":
+        return compound <= -VADER_POLARITY_THRESHOLD
+    if side == "negative":
+        return compound >= VADER_POLARITY_THRESHOLD
+    return False
+
+
+@lru_cache(maxsize=1)
+def _tagger() -> Any:
+    """TextBlob's English module (its pattern tagger needs no corpus download); imported on first use, as it loads
+    nltk."""
+    import textblob.en
+
+    return textblob.en
+
+
+# Penn tags of a finite verb: past, present (3rd person and other), modal. A base form (VB) counts only first in the
+# sentence, where it is an imperative ("Avoid the breakfast."); elsewhere the tagger gives it to nouns it misreads.
+_FINITE = frozenset({"VBD", "VBZ", "VBP", "MD"})
+
+
+@lru_cache(maxsize=4096)
+def makes_statement(sentence: str) -> bool:
+    """Whether the sentence has a finite verb (or opens with an imperative): a statement, not a verbless fragment."""
+    tags = [tag for _, tag in _tagger().tag(sentence) if tag[:1].isalpha()]
+    return any(tag in _FINITE for tag in tags) or (bool(tags) and tags[0] == "VB")
+
+
 @dataclass(frozen=True)
 class Candidate:
     text: str
     names_entity: bool
     evaluative: bool
+    contradicts_side: bool = False
 
 
-def quotable(text: str, entity: RegistryEntity | None) -> list[Candidate]:
-    """The passage's sentences that may be quoted as evidence about `entity` (see the module docstring), best first:
-    naming and evaluating it, naming it, evaluating without naming it; within each, in text order."""
+def quotable(text: str, entity: RegistryEntity | None, side: str | None = None) -> list[Candidate]:
+    """The passage's sentences that may be quoted as evidence about `entity` for `side` (see the module docstring),
+    best first: naming the entity, then not contradicting the side, then evaluating; within each, in text order."""
     spans = sentences(text)
     mentions = AliasMatcher([entity]).mentions(text) if entity is not None else []
     found = []
@@ -81,9 +118,10 @@ def quotable(text: str, entity: RegistryEntity | None) -> list[Candidate]:
             continue
         names = any(lo <= start < hi for _, start, _ in mentions)
         judged = evaluative(sentence)
-        if names or judged:
-            found.append(Candidate(sentence, names, judged))
-    return sorted(found, key=lambda c: (not c.names_entity, not c.evaluative))  # stable: text order within a rank
+        if (names and (judged or makes_statement(sentence))) or (judged and makes_statement(sentence)):
+            found.append(Candidate(sentence, names, judged, contradicts(sentence, side)))
+    # stable sort: text order within a rank
+    return sorted(found, key=lambda c: (not c.names_entity, c.contradicts_side, not c.evaluative))
 
 
 class QuoteDeduplicator:

@@ -624,6 +624,46 @@ def ask_command(
         )
 
 
+@main.command("entities")
+@click.option("--domain", required=True, help="Domain whose entities to list.")
+@click.option("--scope", help="Count only documents whose entity_scope is this (the product, the hotel; any case).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def entities_command(domain: str, scope: str | None, as_json: bool) -> None:
+    """The entities one can ask a domain about: tier path, mentions, sentiment mix, aliases; most mentioned first."""
+    import duckdb
+
+    from oprag_pipeline.registry.listing import list_entities, render_entities, scopes_matching
+
+    check_configuration(pipeline=False)
+    _existing_domain(domain)
+    check_warehouse_readable()
+    warehouse = settings.warehouse_path()
+    if not warehouse.exists():
+        raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run --domain {domain}` first")
+    with _reading_index(domain), duckdb.connect(str(warehouse), read_only=True) as conn:
+        if scope is not None and not scopes_matching(conn, domain, scope):
+            (known,) = conn.execute(
+                "SELECT count(DISTINCT entity_scope) FROM raw_documents WHERE domain = ?", [domain]
+            ).fetchone()
+            raise click.ClickException(
+                f"no document of {domain!r} has entity_scope {scope!r} ({known} scopes in the domain)"
+            )
+        rows = list_entities(conn, domain, scope)
+    if not rows:
+        raise click.ClickException(
+            f"domain {domain!r} has no entity registry yet: run `oprag run --domain {domain}` first"
+            if scope is None
+            else f"no opinions in the documents of scope {scope!r}"
+        )
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        return
+    opinions = sum(r.mentions for r in rows)
+    where = f"documents of scope {scope!r}" if scope else "all documents"
+    click.echo(f"{domain}: {len(rows)} entities, {opinions:,} opinions ({where})")
+    click.echo("\n".join(render_entities(rows)))
+
+
 @main.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on (local by default).")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port.")

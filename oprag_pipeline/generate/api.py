@@ -39,9 +39,12 @@ def build_writer(kind: str) -> Callable[[AnswerContext], Answer]:
 
 
 def answer_in_context(context: AnswerContext, writer: Callable[[AnswerContext], Answer]) -> Answer:
-    """Write, then check every quote against the retrieved text, whoever wrote it."""
+    """Write, then check every quote against the retrieved text, whoever wrote it. What the reader must know
+    before the answer (the question named no entity, or was read as a group of them) comes first."""
     answer = writer(context)
     answer.quotes = check_quotes(answer.quotes, context.passages)
+    if context.notice and not answer.text.startswith(context.notice):
+        answer.text = f"{context.notice}\n\n{answer.text}"
     return answer
 
 

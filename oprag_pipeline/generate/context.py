@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import duckdb
 
@@ -18,6 +18,7 @@ from oprag_pipeline.enrich.documents import TEXT_MARKER
 from oprag_pipeline.generate.answer import SIDES
 from oprag_pipeline.index.fairness import source_map
 from oprag_pipeline.index.retrieval import BALANCED, FAIR, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.registry.question import QuestionMatcher, QuestionTargets, load_question_matcher
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.schema import RegistryEntity
 
@@ -96,6 +97,9 @@ class AnswerContext:
     passages: list[Passage]
     registry: Mapping[str, RegistryEntity] = field(default_factory=dict)
     named_in_question: bool = True  # False: the question named no registry entity; `entities` came from the hits
+    notice: str = ""  # what the reader must know first: the question named no entity, or was read as a group
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # group id → member ids, for groups answered
+    set_aside: tuple[str, ...] = ()  # the domain's container (or the opinion holder) that gave way to a named entity
 
 
 @dataclass(frozen=True)
@@ -105,12 +109,13 @@ class DomainKnowledge:
     domain: str
     profile: OpinionProfile
     entities: Mapping[str, RegistryEntity]
+    questions: QuestionMatcher | None = None  # question → entities or groups (`registry/question.py`)
 
     @classmethod
     def load(cls, conn: duckdb.DuckDBPyConnection, domain: str) -> DomainKnowledge:
         profile = OpinionProfile.load(conn, domain)
         _, entities = registry_entities(conn, domain)
-        return cls(domain, profile, {e.entity_id: e for e in entities})
+        return cls(domain, profile, {e.entity_id: e for e in entities}, load_question_matcher(conn, domain, entities))
 
     def distribution(self, entity_id: str) -> CorpusDistribution:
         entity = self.entities.get(entity_id)
@@ -119,6 +124,15 @@ class DomainKnowledge:
 
     def named_entities(self, question: str) -> list[str]:
         return self.profile.finder.entities_in(question)
+
+    def group_distribution(self, group_id: str) -> CorpusDistribution:
+        """A group's opinions as one distribution: the union of its members' (`registry/question.py`)."""
+        assert self.questions is not None
+        counts: dict[int, int] = {}
+        for member in self.questions.groups[group_id].members:
+            for sigma, n in self.profile.sigma_counts.get(member, {}).items():
+                counts[sigma] = counts.get(sigma, 0) + n
+        return CorpusDistribution(group_id, self.questions.display_name(group_id), dict(sorted(counts.items())))
 
 
 def passage_text(kb: str, payload: Mapping[str, object]) -> str:
@@ -175,15 +189,12 @@ def gather(
     hits = retriever.search(knowledge.domain, question, k=k, mode=mode, kb=kb)
     attach_opinions(conn, knowledge.domain, kb, hits)
     passages = to_passages(kb, hits)
+    if not entity_ids and knowledge.questions is not None:
+        return _answer_context(knowledge, question, kb, mode, k, passages, knowledge.questions.resolve(question))
     chosen = list(dict.fromkeys([*entity_ids, *knowledge.named_entities(question)]))
     named = bool(chosen)
     if not chosen:
-        counts: dict[str, int] = {}
-        for passage in passages:
-            for opinion in passage.opinions:
-                counts[opinion.entity_id] = counts.get(opinion.entity_id, 0) + 1
-        if counts:
-            chosen = [min(counts, key=lambda e: (-counts[e], e))]
+        chosen = _most_retrieved(passages)
     return AnswerContext(
         question=question,
         domain=knowledge.domain,
@@ -194,6 +205,100 @@ def gather(
         passages=passages,
         registry=knowledge.entities,
         named_in_question=named,
+    )
+
+
+def _most_retrieved(passages: Sequence[Passage]) -> list[str]:
+    counts: dict[str, int] = {}
+    for passage in passages:
+        for opinion in passage.opinions:
+            counts[opinion.entity_id] = counts.get(opinion.entity_id, 0) + 1
+    return [min(counts, key=lambda e: (-counts[e], e))] if counts else []
+
+
+def _with_group_opinions(passages: Sequence[Passage], groups: Mapping[str, tuple[str, ...]]) -> list[Passage]:
+    """Each passage with, for every group answered, a copy of its opinion on a member filed under the group."""
+    member_of = {m: g for g, members in groups.items() for m in members}
+    out = []
+    for passage in passages:
+        extra = []
+        for opinion in passage.opinions:
+            group = member_of.get(opinion.entity_id)
+            if group is not None and all(o.entity_id != group for o in (*passage.opinions, *extra)):
+                extra.append(
+                    PassageOpinion(
+                        group,
+                        opinion.entity_name,
+                        opinion.sentiment,
+                        opinion.intensity,
+                        opinion.sentiment_intensity,
+                        opinion.impact_score,
+                        opinion.emotions,
+                    )
+                )
+        out.append(replace(passage, opinions=(*passage.opinions, *extra)) if extra else passage)
+    return out
+
+
+def _answer_context(
+    knowledge: DomainKnowledge,
+    question: str,
+    kb: str,
+    mode: str,
+    k: int,
+    passages: list[Passage],
+    resolved: QuestionTargets,
+) -> AnswerContext:
+    """The context of a user's question: the entities (or groups) it names, container and holder set aside, or,
+    when it names none, the entity most retrieved passages are about, with a notice saying so first."""
+    matcher = knowledge.questions
+    assert matcher is not None
+    chosen = resolved.targets
+    notice = ""
+    if not chosen:
+        chosen = _most_retrieved(passages)
+        what = (
+            f"this answer is about {matcher.display_name(chosen[0])} instead, the entity most retrieved passages "
+            "are about"
+            if chosen
+            else "and no retrieved passage carries an opinion to answer from"
+        )
+        notice = (
+            f"The question names none of the {len(knowledge.entities)} entities of {knowledge.domain} "
+            f"(`oprag entities --domain {knowledge.domain}` lists them): {what}."
+        )
+    elif not resolved.named:
+        first = chosen[0]
+        word = resolved.via_head.get(first, "")
+        notice = (
+            f"The question names no entity of {knowledge.domain} exactly: it is read as {word!r}, and answered about "
+            f"{matcher.display_name(first)}."
+        )
+    groups = {g: matcher.groups[g].members for g in chosen if g in matcher.groups}
+    if groups and not notice:
+        notice = (
+            "; ".join(
+                f"{matcher.groups[g].head!r} is answered from {len(members)} entities that name it in different words: "
+                f"{', '.join(matcher.groups[g].member_names)}"
+                for g, members in groups.items()
+            )
+            + "."
+        )
+    registry = dict(knowledge.entities)
+    registry.update({g: matcher.group_entity(g) for g in groups})
+    return AnswerContext(
+        question=question,
+        domain=knowledge.domain,
+        kb=kb,
+        mode=mode,
+        k=k,
+        entities=[knowledge.group_distribution(e) if e in groups else knowledge.distribution(e) for e in chosen],
+        passages=_with_group_opinions(passages, groups) if groups else passages,
+        registry=registry,
+        named_in_question=bool(resolved.targets),
+        notice=notice,
+        groups=groups,
+        set_aside=tuple(resolved.set_aside),
     )
 
 

@@ -195,14 +195,14 @@ class QuestionMatcher:
         mentions = self.matcher.mentions(question)
         named = list(dict.fromkeys(m.entity_id for m in mentions))
         # a named entity that is a group's head stands for its group ("support" → every kind of support)
-        targets = [self.group_of_head.get(phrase_key(self.entities[e].name), e) for e in named]
-        via_head: dict[str, str] = {}
-        for target, word in self._head_matches(question, mentions):
-            if target not in targets:
-                targets.append(target)
-                via_head[target] = word
-        targets = list(dict.fromkeys(targets))
+        targets = list(dict.fromkeys(self.group_of_head.get(phrase_key(self.entities[e].name), e) for e in named))
         aside = {e for e in named if e in self.containers} | self._holders(question, mentions)
+        via_head: dict[str, str] = {}
+        if all(t in aside for t in targets):  # nothing specific named exactly: the question's head nouns decide
+            for target, word in self._head_matches(question, mentions):
+                if target not in targets and target not in aside:
+                    targets.append(target)
+                    via_head[target] = word
         specific = [t for t in targets if t not in aside]
         set_aside = [t for t in targets if t in aside] if specific else []
         if specific:

@@ -10,6 +10,12 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
   { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 \
     || echo "chromium could not be installed: the browser test will skip" >&2
 fi
+# The Celery executor test starts Debian's redis-server as its broker: installed the same way, else it skips.
+if ! command -v redis-server >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "==> installing redis-server for the Celery executor test" >&2
+  { apt-get update -qq && apt-get install -y -qq redis-server; } >/dev/null 2>&1 \
+    || echo "redis-server could not be installed: the Celery executor test will skip" >&2
+fi
 export DAGSTER_HOME="$(mktemp -d)"
 ruff check oprag_pipeline oprag_pipeline_tests benchmarks
 exec pytest "$@"

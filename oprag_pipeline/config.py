@@ -117,8 +117,14 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("OPRAG_EXECUTOR", "str",
              "how a run's steps execute: `in_process` (one process, one step after another) or `multiprocess` "
              "(a process per step, as many at once as there are cores, the warehouse steps one at a time: the "
-             "extraction and embedding shards run side by side)", default="in_process",
-             choices=("in_process", "multiprocess"), check="always"),
+             "extraction and embedding shards run side by side) or `celery` (each step a task on the Celery "
+             "workers of `OPRAG_CELERY_BROKER`: the shards on any worker, the warehouse steps on the one worker "
+             "serving the `oprag-warehouse` queue; see the design notes' deployment section)", default="in_process",
+             choices=("in_process", "multiprocess", "celery"), check="always"),
+    Variable("OPRAG_CELERY_BROKER", "str",
+             "the Celery broker and result backend of `OPRAG_EXECUTOR=celery`, for the run and its workers alike "
+             "(`celery -A oprag_pipeline.celery_app worker` reads it too)", default="redis://127.0.0.1:6379/0",
+             check="never"),
     # -- ingest --------------------------------------------------------------------------------------------------
     Variable("OPRAG_MAX_TEXT_CHARS", "int", "longer texts are quarantined", default=100_000, minimum=1,
              field="raw_documents.max_text_chars", check="always"),

@@ -70,8 +70,13 @@ def build_definitions() -> Definitions:
         sensors=[domain_files_sensor, automation_sensor, nightly_reindex],
         resources=build_resources(),
         # In process by default; with OPRAG_EXECUTOR=multiprocess a process per step, the warehouse steps one at a
-        # time (the DuckDB file admits a single writer) and the extraction shards side by side.
-        executor=concurrency.executor(config.value_or_default("OPRAG_EXECUTOR"), os.cpu_count() or 1),
+        # time (the DuckDB file admits a single writer) and the extraction shards side by side; with
+        # OPRAG_EXECUTOR=celery a task per step on the Celery workers of OPRAG_CELERY_BROKER (celery_app.py).
+        executor=concurrency.executor(
+            config.value_or_default("OPRAG_EXECUTOR"),
+            os.cpu_count() or 1,
+            broker=config.value_or_default("OPRAG_CELERY_BROKER"),
+        ),
     )
 
 

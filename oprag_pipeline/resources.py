@@ -57,7 +57,9 @@ class WarehouseResource(DuckDBResource, SQLClient):
         from oprag_pipeline.runner import writer_lock
 
         log = context.log.info if context.log is not None else None
-        self._writer = writer_lock(Path(self.database).parent, wait=True, on_wait=log)
+        run = context.dagster_run
+        tags = dict(run.tags) if run is not None else {}
+        self._writer = writer_lock(Path(self.database).parent, wait=True, on_wait=log, run_tags=tags)
         self._writer.__enter__()
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:

@@ -145,11 +145,19 @@ _HELD: dict[str, int] = {}  # data directories whose writer lock this process ho
 
 
 @contextmanager
-def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+def writer_lock(
+    data_dir: Path,
+    *,
+    wait: bool = True,
+    on_wait: Callable[[str], None] | None = None,
+    run_tags: dict[str, str] | None = None,
+) -> Iterator[None]:
     """Hold the data directory's writer lock; wait for it (telling `on_wait` once) or raise WriterBusyError.
 
     Re-entrant within a process: the CLI takes it around a run, and the run's data-directory resource takes it
-    again (which is how runs launched by `dagster dev` wait for a CLI run and the other way round).
+    again (which is how runs launched by `dagster dev` wait for a CLI run and the other way round). A step of a run
+    whose launching process holds it (`run_tags`: the CLI's pid and host) runs under that hold, wherever the
+    step's process is: a child of the run's process (multiprocess) or a Celery worker's.
     """
     key = str(data_dir.resolve())
     if _HELD.get(key):
@@ -164,8 +172,9 @@ def writer_lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[str], N
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        if _held_by_ancestor(data_dir):
-            # a step process of a run whose process holds the lock (the multiprocess executor): the run holds it
+        if _held_by_ancestor(data_dir) or _held_by_launcher(data_dir, run_tags or {}):
+            # a step process of a run whose process holds the lock (the multiprocess executor's children, a Celery
+            # worker's): the run holds it
             yield
             return
         holder = _holder(data_dir)
@@ -212,6 +221,17 @@ def _held_by_ancestor(data_dir: Path) -> bool:
     if info.get("host") != socket.gethostname():
         return False
     return int(info.get("pid", 0)) in set(_ancestors())
+
+
+def _held_by_launcher(data_dir: Path, run_tags: dict[str, str]) -> bool:
+    """Whether the writer lock's holder is the process that launched the run with these tags (`oprag run`)."""
+    if not run_tags.get(TAG_PID):
+        return False
+    try:
+        info = json.loads((data_dir / HOLDER_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return str(info.get("pid")) == run_tags[TAG_PID] and info.get("host") == run_tags.get(TAG_HOST)
 
 
 def _process_alive(pid: int) -> bool:

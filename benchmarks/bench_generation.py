@@ -32,6 +32,8 @@ METRICS = ("w1", "w1_gold", "minority_erased", "grounded_quote_rate", "shares_wi
 
 
 def fidelity_table(conn: duckdb.DuckDBPyConnection, domain: str) -> list[str]:
+    from oprag_pipeline.generate.report import RATES, change_label
+
     rows = conn.execute(
         """SELECT metric, n_entities, n_questions, baseline_mean, treatment_mean, relative_change_label, ci_low,
                   ci_high, p_value
@@ -39,13 +41,14 @@ def fidelity_table(conn: duckdb.DuckDBPyConnection, domain: str) -> list[str]:
         [domain],
     ).fetchall()
     by_metric = {r[0]: r for r in rows}
-    lines = [f"{'metric':<26}{'ent.':>5}{'q.':>5}{'plain':>10}{'aware':>10}{'change':>10}   95% CI of diff      p"]
+    lines = [f"{'metric':<26}{'ent.':>5}{'q.':>5}{'plain':>10}{'aware':>10}{'change':>14}   95% CI of diff      p"]
     for metric in METRICS:
         if metric in by_metric:
             _, entities, n, plain, aware, change, low, high, p = by_metric[metric]
+            change = change_label(aware, plain, change, rate=metric in RATES)  # a rate's change in points
             p_text = "n/a" if p is None else f"{p:.2g}"
             lines.append(
-                f"{metric:<26}{entities or 0:>5}{n:>5}{plain:>10.3f}{aware:>10.3f}{change:>10}   "
+                f"{metric:<26}{entities or 0:>5}{n:>5}{plain:>10.3f}{aware:>10.3f}{change:>14}   "
                 f"[{low:+.3f}, {high:+.3f}]  {p_text}"
             )
     return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -313,6 +314,11 @@ def test_the_page_shows_each_quote_once_and_names_plain_rag_passages() -> None:
     assert page.count(PLAIN_QUOTES_HEADING.capitalize()) == 1  # on the page; the text stays blind for the judge
     assert "plain" not in plain.text.lower()
     # quotes an LLM lists beside its prose (not in it) are shown once, under a heading that says what they are
-    listed = Answer(**{**plain.to_dict(), "text": "Mixed views.", "quotes": [*plain.quotes, plain.quotes[0]]})
+    listed = dataclasses.replace(plain, text="Mixed views.", quotes=[*plain.quotes, plain.quotes[0]])
     page = answer_panel("answer", AskResult(listed, battery_context("raw")))
     assert PLAIN_QUOTES_HEADING in page and page.count(f"<q>{plain.quotes[0].text}</q>") == 1
+    # a quote already inside the prose is not listed again
+    first = plain.quotes[0].text
+    inline = dataclasses.replace(plain, text=f"One owner wrote: '{first.lower()}' Others disagree.")
+    page = answer_panel("answer", AskResult(inline, battery_context("raw")))
+    assert f"<q>{first}</q>" not in page and page.count("<q>") == len(plain.quotes) - 1

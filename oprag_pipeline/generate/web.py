@@ -22,7 +22,7 @@ from oprag_pipeline import settings
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote
 from oprag_pipeline.generate.api import AskResult, ask
 from oprag_pipeline.generate.context import AnswerContext, side_of
-from oprag_pipeline.generate.evidence import QuoteDeduplicator
+from oprag_pipeline.generate.evidence import QuoteDeduplicator, normalised
 from oprag_pipeline.schema import cost_label
 
 SIDE_COLOURS = {"positive": "#3a923a", "neutral": "#9a9a9a", "negative": "#c8453b"}
@@ -138,15 +138,17 @@ def render_text(text: str, quotes: Sequence[Quote] = ()) -> tuple[str, set[int]]
 
 
 def quotes_by_side(answer: Answer, skip: Collection[int] = ()) -> str:
-    """The answer's quotes not already shown in its text, each once, grouped by the side they are quoted for; a plain
-    RAG answer's quotes carry no side and are headed as what they are."""
+    """The answer's quotes not already shown in its text (as a quote line or within its prose), each once, grouped by
+    the side they are quoted for; a plain RAG answer's quotes carry no side and are headed as what they are. A quote
+    not found in its source is flagged where it is shown, and in the answer's flags."""
     groups: dict[str, list[str]] = {}
     unique = QuoteDeduplicator()
     unique.shown.extend(answer.quotes[i].text for i in skip)  # a quote the text shows is not listed again
+    prose = f" {normalised(answer.text)} "
     unlabelled = PLAIN_QUOTES_HEADING if answer.kb == "raw" else "quotes without a side"
     for index, quote in enumerate(answer.quotes):
-        if index in skip or not unique.first_new([quote.text]):
-            continue
+        if index in skip or f" {normalised(quote.text)} " in prose or not unique.first_new([quote.text]):
+            continue  # shown already: as a quote of the text, inside its prose, or as a repeat
         groups.setdefault(quote.sentiment or unlabelled, []).append(f"<li>{_quote_html(quote)}</li>")
     parts = []
     for side in (*SIDES, unlabelled):

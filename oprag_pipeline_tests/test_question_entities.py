@@ -215,3 +215,10 @@ def test_entities_command_unknown_domain_lists_the_existing_ones(data_dir: Path)
 @pytest.mark.parametrize("question", ["What do members think of the coffee?", "coffee according to members"])
 def test_the_container_never_comes_first_when_something_else_is_named(question: str) -> None:
     assert question_matcher().resolve(question).targets[0] == "e7"
+
+
+@pytest.mark.parametrize("question", ["Is the member's coffee any good?", "How good is the members' wifi?"])
+def test_an_owner_named_in_the_possessive_gives_way_to_what_it_owns(question: str) -> None:
+    matcher = QuestionMatcher(REGISTRY, containers=())
+    assert matcher.resolve(question).targets in (["e7"], ["e8"])
+    assert matcher.resolve(question).set_aside == ["e1"]

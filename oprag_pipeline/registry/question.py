@@ -51,6 +51,7 @@ OPINION_VERBS = frozenset(
 """English verbs whose subject holds the opinion a question asks about ("how do sellers *feel* about …")."""
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+_POSSESSIVE = ("'s", "\u2019s")
 
 
 @dataclass(frozen=True)
@@ -165,13 +166,23 @@ class QuestionMatcher:
         self.vocabulary = {w for e in entities for phrase in (e.name, *e.aliases) for w in phrase_words(phrase)}
 
     def _holders(self, question: str, mentions: Sequence[Mention]) -> set[str]:
-        """Entities named before the question's first opinion verb, when an entity is named after it."""
+        """Entities that frame the question rather than being asked about, when another entity is named: the
+        holders (named before the question's first opinion verb, with an entity named after it) and the owners
+        (named in the possessive, "the hotel's breakfast", "sellers' fees")."""
+        owners = {
+            m.entity_id
+            for m in mentions
+            if question[m.end : m.end + 2].lower() in _POSSESSIVE
+            or question[m.end - 1 : m.end + 1] in ("s'", "s\u2019")
+        }
+        holders: set[str] = set()
         verb_at = next((start for key, start, _ in _words(question) if key in OPINION_VERBS), None)
-        if verb_at is None:
-            return set()
-        before = {m.entity_id for m in mentions if m.end <= verb_at}
-        after = {m.entity_id for m in mentions if m.start > verb_at}
-        return before - after if after else set()
+        if verb_at is not None:
+            before = {m.entity_id for m in mentions if m.end <= verb_at}
+            after = {m.entity_id for m in mentions if m.start > verb_at}
+            holders = before - after if after else set()
+        framing = owners | holders
+        return framing if {m.entity_id for m in mentions} - framing else set()
 
     def _head_matches(self, question: str, covered: Sequence[Mention]) -> list[tuple[str, str]]:
         """(target, word) for each head noun of the question outside the alias matches: the last registry word of a

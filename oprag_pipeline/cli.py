@@ -561,10 +561,12 @@ def query_command(
 )
 @click.option(
     "--mode",
-    type=click.Choice(["semantic", "hybrid", "balanced", "fair"]),
+    type=click.Choice(["semantic", "hybrid", "balanced", "mmr", "xquad", "pm2", "fair"]),
     default=None,
-    help="Retrieval mode (default: balanced on the enriched KB, hybrid elsewhere); fair: the hybrid list with no "
-    "author holding more than floor(k^(1 - W)) passages (see --fair-weight).",
+    help="Retrieval mode (default: pm2 on the enriched KB, the closest to the corpus's opinions where measured; "
+    "hybrid elsewhere); balanced, xquad and pm2 follow the corpus's opinions on the entities the question names "
+    "(enriched KB only); mmr: semantic diversity; fair: the hybrid list with no author holding more than "
+    "floor(k^(1 - W)) passages (see --fair-weight).",
 )
 @click.option(
     "--fair-weight",

@@ -15,14 +15,28 @@ from oprag_pipeline.generate.compose import compose_offline
 from oprag_pipeline.generate.context import AnswerContext, DomainKnowledge, gather
 from oprag_pipeline.generate.fidelity import check_quotes
 from oprag_pipeline.index.fairness import DEFAULT_FAIR_WEIGHT
-from oprag_pipeline.index.retrieval import BALANCED, Retriever
+from oprag_pipeline.index.retrieval import ALL_MODES, OPINION_MODES, PM2, Retriever
 
 WRITERS = ("offline", "anthropic", "openai-compatible")
+ASK_MODES = ALL_MODES
+"""Every retrieval mode of the evaluation grid, plus source-fair retrieval: semantic, hybrid, balanced, MMR, xQuAD,
+PM-2, fair. Balanced, xQuAD and PM-2 read the enriched KB's opinion payload."""
+DEFAULT_MODE = PM2
+"""PM-2 on the enriched KB: the mode that measured closest to the corpus's opinions across the corpora with gold
+(docs/design.md, "Which retrieval `ask` uses")."""
 
 
 def default_mode(kb: str) -> str:
-    """Balanced retrieval where the opinion payload allows it (the enriched KB), hybrid elsewhere."""
-    return BALANCED if kb == "enriched" else "hybrid"
+    """PM-2 where the opinion payload allows it (the enriched KB), hybrid elsewhere."""
+    return DEFAULT_MODE if kb == "enriched" else "hybrid"
+
+
+def check_mode(mode: str, kb: str) -> None:
+    """A mode `ask` offers, on a KB that carries what it reads; ValueError with the choices otherwise."""
+    if mode not in ASK_MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(ASK_MODES)}")
+    if mode in OPINION_MODES and kb != "enriched":
+        raise ValueError(f"mode {mode!r} reads the opinion payload of the enriched KB; use --kb enriched")
 
 
 def build_writer(kind: str) -> Callable[[AnswerContext], Answer]:
@@ -68,7 +82,8 @@ def ask(
     fair_weight: float = DEFAULT_FAIR_WEIGHT,
 ) -> AskResult:
     """Answer one question from the domain's warehouse and vector store (opened read-only, closed again).
-    `fair_weight` is the source cap's knob of mode "fair" (see index/fairness.py)."""
+    `mode` is one of `ASK_MODES` (default: `default_mode(kb)`); `fair_weight` is the source cap's knob of mode
+    "fair" (see index/fairness.py)."""
     from oprag_pipeline.index.vector_store import open_vector_store
     from oprag_pipeline.resources import EmbedderResource
 
@@ -76,6 +91,8 @@ def ask(
     warehouse = settings.warehouse_path(root) if data_dir else settings.warehouse_path()
     if not warehouse.exists():
         raise FileNotFoundError(f"no warehouse at {warehouse}: run `oprag run` first")
+    mode = mode or default_mode(kb)
+    check_mode(mode, kb)
     write = build_writer(writer) if isinstance(writer, str) else writer
     own_store = store is None
     store = store or open_vector_store(root)
@@ -85,7 +102,7 @@ def ask(
             if not knowledge.entities:
                 raise LookupError(f"domain {domain!r} has no entity registry in {warehouse}: run `oprag run` first")
             retriever = Retriever(store, embedder or EmbedderResource().embedder(), fair_weight=fair_weight)
-            context = gather(conn, retriever, knowledge, question, kb=kb, mode=mode or default_mode(kb), k=k)
+            context = gather(conn, retriever, knowledge, question, kb=kb, mode=mode, k=k)
     finally:
         if own_store:
             store.close()

@@ -17,7 +17,15 @@ import duckdb
 from oprag_pipeline.enrich.documents import TEXT_MARKER
 from oprag_pipeline.generate.answer import SIDES
 from oprag_pipeline.index.fairness import source_map
-from oprag_pipeline.index.retrieval import BALANCED, FAIR, OpinionProfile, RetrievedHit, Retriever, attach_opinions
+from oprag_pipeline.index.retrieval import (
+    BALANCED,
+    FAIR,
+    OPINION_MODES,
+    OpinionProfile,
+    RetrievedHit,
+    Retriever,
+    attach_opinions,
+)
 from oprag_pipeline.registry.question import QuestionMatcher, QuestionTargets, load_question_matcher
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.schema import RegistryEntity
@@ -182,7 +190,7 @@ def gather(
     """Retrieve and collect the context of one answer. `entity_ids` puts entities first (the evaluation knows which
     entity a question is about); the ones the question names follow. With neither, the entity most retrieved
     opinions are about stands in, and the context says so."""
-    if mode == BALANCED and knowledge.domain not in retriever.profiles:
+    if mode in OPINION_MODES and knowledge.domain not in retriever.profiles:
         retriever.profiles[knowledge.domain] = knowledge.profile
     if mode == FAIR and knowledge.domain not in retriever.sources:
         retriever.sources[knowledge.domain] = source_map(conn, knowledge.domain)

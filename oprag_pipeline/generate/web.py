@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from oprag_pipeline import settings
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote
-from oprag_pipeline.generate.api import AskResult, ask
+from oprag_pipeline.generate.api import ASK_MODES, AskResult, ask, default_mode
 from oprag_pipeline.generate.context import AnswerContext, side_of
 from oprag_pipeline.generate.evidence import QuoteDeduplicator, normalised
 from oprag_pipeline.schema import cost_label
@@ -201,13 +201,19 @@ q{font-style:italic}cite{color:#555;font-size:90%}.flag,.flags{color:#b00}.error
 .side-positive{color:#2c7a2c}.side-negative{color:#b3362c}.side-neutral{color:#666}"""
 
 
-def page(domains: Sequence[str], domain: str, question: str, body: str) -> str:
-    options = "".join(f"<option value='{e(d)}'{' selected' if d == domain else ''}>{e(d)}</option>" for d in domains)
+def _options(values: Sequence[str], chosen: str) -> str:
+    return "".join(f"<option value='{e(v)}'{' selected' if v == chosen else ''}>{e(v)}</option>" for v in values)
+
+
+def page(domains: Sequence[str], domain: str, question: str, body: str, mode: str = "") -> str:
+    options = _options(domains, domain)
+    modes = _options(ASK_MODES, mode or default_mode("enriched"))
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>oprag: ask</title>"
         f"<style>{STYLE}</style></head><body><h1>Ask the opinions of a domain</h1>"
         "<form method='get' action='/'>"
         f"<label>Domain <select name='domain'>{options}</select></label> "
+        f"<label>Retrieval <select name='mode'>{modes}</select></label> "
         f"<label>Question <input type='text' name='q' value='{e(question)}' maxlength='{MAX_QUESTION_CHARS}'></label> "
         "<button type='submit'>Ask</button></form>"
         f"{body}</body></html>"
@@ -217,49 +223,53 @@ def page(domains: Sequence[str], domain: str, question: str, body: str) -> str:
 def create_app(data_dir: Path | None = None, k: int = 20) -> Starlette:
     root = data_dir or settings.data_dir()
 
-    def answer_both(domain: str, question: str) -> tuple[AskResult, AskResult]:
+    def answer_both(domain: str, question: str, mode: str) -> tuple[AskResult, AskResult]:
         with _ASK_LOCK:
-            aware = ask(question, domain=domain, kb="enriched", k=k, data_dir=root)
+            aware = ask(question, domain=domain, kb="enriched", mode=mode, k=k, data_dir=root)
             plain = ask(question, domain=domain, kb="raw", k=k, data_dir=root)
         return aware, plain
 
-    def validated(request: Request) -> tuple[list[str], str, str, str | None]:
+    def validated(request: Request) -> tuple[list[str], str, str, str, str | None]:
         domains = settings.list_domains(root)
         domain = request.query_params.get("domain") or (domains[0] if domains else "")
         question = " ".join(request.query_params.get("q", "").split())[:MAX_QUESTION_CHARS]
+        mode = request.query_params.get("mode") or default_mode("enriched")
         problem = None
         if domain not in domains:
             problem = f"unknown domain {domain!r}; domains: {', '.join(domains) or 'none (run oprag run first)'}"
-        return domains, domain, question, problem
+        elif mode not in ASK_MODES:
+            problem = f"unknown retrieval mode {mode!r}; modes: {', '.join(ASK_MODES)}"
+        return domains, domain, question, mode, problem
 
     async def index(request: Request) -> HTMLResponse:
         from starlette.concurrency import run_in_threadpool
 
-        domains, domain, question, problem = validated(request)
+        domains, domain, question, mode, problem = validated(request)
         body = ""
         if problem and question:
             body = f"<p class='error'>{e(problem)}</p>"
         elif question:
             try:
-                aware, plain = await run_in_threadpool(answer_both, domain, question)
+                aware, plain = await run_in_threadpool(answer_both, domain, question, mode)
             except (LookupError, FileNotFoundError, ValueError) as error:
-                return HTMLResponse(page(domains, domain, question, f"<p class='error'>{e(str(error))}</p>"), 400)
+                error_html = f"<p class='error'>{e(str(error))}</p>"
+                return HTMLResponse(page(domains, domain, question, error_html, mode), 400)
             body = (
                 "<div class='columns'>"
                 + answer_panel("Opinion-aware answer", aware)
                 + answer_panel("Plain RAG answer", plain)
                 + "</div>"
             )
-        return HTMLResponse(page(domains, domain, question, body))
+        return HTMLResponse(page(domains, domain, question, body, mode))
 
     async def api(request: Request) -> JSONResponse:
         from starlette.concurrency import run_in_threadpool
 
-        _, domain, question, problem = validated(request)
+        _, domain, question, mode, problem = validated(request)
         if problem or not question:
             return JSONResponse({"error": problem or "no question (parameter q)"}, 400)
         try:
-            aware, plain = await run_in_threadpool(answer_both, domain, question)
+            aware, plain = await run_in_threadpool(answer_both, domain, question, mode)
         except (LookupError, FileNotFoundError, ValueError) as error:
             return JSONResponse({"error": str(error)}, 400)
         return JSONResponse({"opinion_aware": aware.answer.to_dict(), "plain": plain.answer.to_dict()})

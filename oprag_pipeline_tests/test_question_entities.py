@@ -222,3 +222,11 @@ def test_an_owner_named_in_the_possessive_gives_way_to_what_it_owns(question: st
     matcher = QuestionMatcher(REGISTRY, containers=())
     assert matcher.resolve(question).targets in (["e7"], ["e8"])
     assert matcher.resolve(question).set_aside == ["e1"]
+
+
+def test_the_words_of_asking_give_way_to_the_entity_asked_about() -> None:
+    registry = [*REGISTRY, RegistryEntity("e9", "opinion", ("opinions",)), RegistryEntity("e10", "rate", ())]
+    matcher = QuestionMatcher(registry, containers=())
+    assert matcher.resolve("What are the opinions on the coffee?").targets == ["e7"]
+    assert matcher.resolve("How do people rate the wifi?").targets == ["e8"]
+    assert matcher.resolve("Is the rate fair?").targets == ["e10"]  # asked about by itself, it is the target

@@ -51,6 +51,17 @@ OPINION_VERBS = frozenset(
 )
 """English verbs whose subject holds the opinion a question asks about ("how do sellers *feel* about …")."""
 
+ASKING_NOUNS = frozenset(
+    """
+    opinion view viewpoint thought feeling impression advice suggestion recommendation difference comparison
+    experience take verdict sentiment perception attitude reaction consensus
+    """.split()
+)
+"""English nouns a question uses to ask for views ("what are the *opinions* on …", "what *difference* does … make",
+"what *advice* do people give about …"). A registry entity with such a name (mined from text that said "in my
+opinion") frames the question, not its target, when the question names another entity: with `OPINION_VERBS`
+("how do people *rate* …"), the words of asking."""
+
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _POSSESSIVE = ("'s", "\u2019s")
 
@@ -168,8 +179,9 @@ class QuestionMatcher:
 
     def _holders(self, question: str, mentions: Sequence[Mention]) -> set[str]:
         """Entities that frame the question rather than being asked about, when another entity is named: the
-        holders (named before the question's first opinion verb, with an entity named after it) and the owners
-        (named in the possessive, "the hotel's breakfast", "sellers' fees")."""
+        holders (named before the question's first opinion verb, with an entity named after it), the owners
+        (named in the possessive, "the hotel's breakfast", "sellers' fees") and the words of asking ("the
+        *opinions* on …", "how do people *rate* …")."""
         owners = {
             m.entity_id
             for m in mentions
@@ -182,7 +194,12 @@ class QuestionMatcher:
             before = {m.entity_id for m in mentions if m.end <= verb_at}
             after = {m.entity_id for m in mentions if m.start > verb_at}
             holders = before - after if after else set()
-        framing = owners | holders
+        asking = {
+            m.entity_id
+            for m in mentions
+            if all(w in ASKING_NOUNS or w in OPINION_VERBS for w in phrase_words(question[m.start : m.end]))
+        }
+        framing = owners | holders | asking
         return framing if {m.entity_id for m in mentions} - framing else set()
 
     def _head_matches(self, question: str, covered: Sequence[Mention]) -> list[tuple[str, str]]:
@@ -207,8 +224,10 @@ class QuestionMatcher:
         mentions = self.matcher.mentions(question)
         named = list(dict.fromkeys(m.entity_id for m in mentions))
         # a named entity that is a group's head stands for its group ("support" → every kind of support)
-        targets = list(dict.fromkeys(self.group_of_head.get(phrase_key(self.entities[e].name), e) for e in named))
-        aside = {e for e in named if e in self.containers} | self._holders(question, mentions)
+        target_of = {e: self.group_of_head.get(phrase_key(self.entities[e].name), e) for e in named}
+        targets = list(dict.fromkeys(target_of.values()))
+        aside_entities = {e for e in named if e in self.containers} | self._holders(question, mentions)
+        aside = {target_of[e] for e in aside_entities} - {target_of[e] for e in named if e not in aside_entities}
         via_head: dict[str, str] = {}
         if all(t in aside for t in targets):  # nothing specific named exactly: the question's head nouns decide
             for target, word in self._head_matches(question, mentions):
@@ -219,7 +238,8 @@ class QuestionMatcher:
         set_aside = [t for t in targets if t in aside] if specific else []
         if specific:
             targets = specific
-        return QuestionTargets(targets, bool(named) and not set(named) <= set(set_aside), via_head, set_aside)
+        named_specific = any(target_of[e] not in aside for e in named)
+        return QuestionTargets(targets, named_specific, via_head, set_aside)
 
     def display_name(self, target: str) -> str:
         if target in self.groups:

@@ -487,6 +487,10 @@ def _reading_index(domain: str) -> Iterator[None]:
     help="balanced: weight opinions by age, halving every this many days (counted from the latest date).",
 )
 @click.option("--window-months", default=3, show_default=True, type=click.IntRange(min=1), help="Timeline window size.")
+@click.option(
+    "--scope",
+    help="Only the documents about this product / hotel (their entity_scope, any case; `oprag scopes` lists them).",
+)
 def query_command(
     text: str,
     domain: str,
@@ -499,8 +503,11 @@ def query_command(
     window_months: int,
     fair_weight: float | None,
     group_weight: float | None,
+    scope: str | None,
 ) -> None:
     """Search a domain's knowledge base and compare the retrieved opinions with the corpus."""
+    if scope is not None and (mode == "groups" or since is not None or half_life is not None):
+        raise click.UsageError("--scope does not combine with --mode groups, --since or --half-life")
     if group_weight is not None and mode != "groups":
         raise click.UsageError("--group-weight is the weight of --mode groups; add --mode groups or leave it out")
     if mode == "groups" and kb != "enriched":
@@ -522,6 +529,8 @@ def query_command(
     warehouse = settings.warehouse_path()
     if not warehouse.exists():
         raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run` first")
+    if scope is not None:
+        scope = _resolved_scope(warehouse, domain, scope)
     search = None
     if mode == "groups":
         weight = DEFAULT_GROUP_WEIGHT if group_weight is None else group_weight
@@ -543,6 +552,7 @@ def query_command(
                 footer=timeline_footer(domain, window_months),
                 fair_weight=fair_weight,
                 search=search,
+                scope=scope,
             )
         finally:
             store.close()
@@ -583,6 +593,11 @@ def query_command(
     "read their keys and models from the environment, as the extractors do.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The answer with its stated shares, quotes and flags as JSON.")
+@click.option(
+    "--scope",
+    help="Only the documents about this product / hotel (their entity_scope, any case; `oprag scopes` lists them). "
+    "Default: the scope the question names, if any.",
+)
 def ask_command(
     question: str,
     domain: str,
@@ -592,6 +607,7 @@ def ask_command(
     k: int,
     writer: str,
     as_json: bool,
+    scope: str | None,
 ) -> None:
     """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
     if fair_weight is not None and mode != "fair":
@@ -608,10 +624,12 @@ def ask_command(
     extra = {} if fair_weight is None else {"fair_weight": fair_weight}
     try:
         with _reading_index(domain):
-            result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer, **extra)
+            result = ask(question, domain=domain, kb=kb, mode=mode, k=k, writer=writer, scope=scope, **extra)
     except (FileNotFoundError, LookupError, MissingCredentialsError, RuntimeError) as error:
         raise click.ClickException(str(error)) from error
     answer = result.answer
+    if result.scope_match is not None:
+        click.echo(f"scope: {result.scope_match.scope!r} (named in the question)", err=True)
     if as_json:
         click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         return
@@ -664,6 +682,47 @@ def entities_command(domain: str, scope: str | None, as_json: bool) -> None:
     where = f"documents of scope {scope!r}" if scope else "all documents"
     click.echo(f"{domain}: {len(rows)} entities, {opinions:,} opinions ({where})")
     click.echo("\n".join(render_entities(rows)))
+
+
+def _resolved_scope(warehouse: Path, domain: str, scope: str) -> str:
+    """The stored spelling of a scope given on the command line; a ClickException listing some when unknown."""
+    import duckdb
+
+    from oprag_pipeline.generate.scope import resolve_scope
+
+    with _reading_index(domain), duckdb.connect(str(warehouse), read_only=True) as conn:
+        try:
+            return resolve_scope(conn, domain, scope)
+        except LookupError as error:
+            raise click.ClickException(str(error)) from None
+
+
+@main.command("scopes")
+@click.option("--domain", required=True, help="Domain whose scopes to list.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def scopes_command(domain: str, as_json: bool) -> None:
+    """What the domain's documents are about (their entity_scope: products, hotels), with document counts."""
+    import duckdb
+
+    from oprag_pipeline.generate.scope import domain_scopes
+
+    check_configuration(pipeline=False)
+    _existing_domain(domain)
+    check_warehouse_readable()
+    warehouse = settings.warehouse_path()
+    if not warehouse.exists():
+        raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run --domain {domain}` first")
+    with _reading_index(domain), duckdb.connect(str(warehouse), read_only=True) as conn:
+        rows = domain_scopes(conn, domain)
+    if as_json:
+        click.echo(json.dumps([vars(r) for r in rows], indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        click.echo(f"{domain}: no document names a scope (the input has no entity_scope column)")
+        return
+    click.echo(f"{domain}: {len(rows)} scopes, {sum(r.documents for r in rows):,} documents")
+    table = [[r.scope, f"{r.documents:,}", f"{r.opinions:,}"] for r in rows]
+    click.echo(_text_table(["scope", "documents", "opinions"], table))
 
 
 @main.command("serve")

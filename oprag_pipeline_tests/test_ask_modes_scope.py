@@ -86,3 +86,74 @@ def test_ask_accepts_every_mode_of_the_grid(scoped_domain: Path) -> None:
     assert default.context.mode == "pm2"
     refused = runner.invoke(main, ["ask", "anything", "--domain", DOMAIN, "--kb", "raw", "--mode", "pm2"], env=env)
     assert refused.exit_code == 2 and "enriched" in refused.output and "Traceback" not in refused.output
+
+
+def _scope_of_docs(data_dir: Path) -> dict[str, str]:
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
+        return dict(
+            conn.execute("SELECT doc_id, entity_scope FROM raw_documents WHERE domain = ?", [DOMAIN]).fetchall()
+        )
+
+
+def test_a_scope_restricts_retrieval_shares_and_quotes_in_every_mode_and_kb(scoped_domain: Path) -> None:
+    name = _most_mentioned(scoped_domain)
+    scope_of = _scope_of_docs(scoped_domain)
+    for kb, mode in [*(("enriched", m) for m in ASK_MODES), ("raw", "hybrid"), ("entity_split", "semantic")]:
+        result = ask(
+            f"What do guests think of the {name}?", domain=DOMAIN, kb=kb, mode=mode, scope="harbour INN",
+            data_dir=scoped_domain,
+        )  # fmt: skip
+        passages = result.context.passages
+        assert passages and {scope_of[p.doc_id] for p in passages} == {"Harbour Inn"}, (kb, mode)
+        assert {scope_of[q.doc_id] for q in result.answer.quotes} <= {"Harbour Inn"}
+        assert result.answer.scope == result.context.scope == "Harbour Inn" and result.scope_match is None
+        assert result.answer.text.startswith("Scope: Harbour Inn only.")
+    # the corpus shares count the scope's opinions only
+    entity = result.context.entities[0]
+    with duckdb.connect(str(scoped_domain / "warehouse.duckdb"), read_only=True) as conn:
+        (scoped,) = conn.execute(
+            """SELECT count(*) FROM opinions o JOIN raw_documents d USING (domain, doc_id)
+               WHERE o.domain = ? AND o.entity_id = ? AND d.entity_scope = 'Harbour Inn'""",
+            [DOMAIN, entity.entity_id],
+        ).fetchone()
+        (everywhere,) = conn.execute(
+            "SELECT count(*) FROM opinions WHERE domain = ? AND entity_id = ?", [DOMAIN, entity.entity_id]
+        ).fetchone()
+    assert 0 < entity.total == scoped < everywhere
+    aware = ask(f"What do guests think of the {name}?", domain=DOMAIN, scope="Harbour Inn", data_dir=scoped_domain)
+    stated = aware.answer.stated_for(aware.context.entities[0].entity_id)
+    assert stated is not None and stated.basis == aware.context.entities[0].total
+
+
+def test_a_scope_named_in_the_question_is_recognised_and_printed(scoped_domain: Path) -> None:
+    name = _most_mentioned(scoped_domain)
+    scope_of = _scope_of_docs(scoped_domain)
+    result = ask(f"Is the {name} at the grand plaza any good?", domain=DOMAIN, data_dir=scoped_domain)
+    assert result.scope_match is not None and result.scope_match.scope == "Grand Plaza"
+    assert {scope_of[p.doc_id] for p in result.context.passages} == {"Grand Plaza"}
+    assert result.context.question == f"Is the {name} at the grand plaza any good?"
+    assert result.context.entities and result.context.entities[0].entity_name == name
+    runner = CliRunner()
+    env = {"OPRAG_DATA_DIR": str(scoped_domain)}
+    cli = runner.invoke(main, ["ask", f"What about the Grand Plaza's {name}?", "--domain", DOMAIN], env=env)
+    assert cli.exit_code == 0, cli.output
+    assert "scope: 'Grand Plaza' (named in the question)" in cli.stderr
+    assert cli.stdout.startswith("Scope: Grand Plaza only.")
+
+
+def test_scopes_command_and_scoped_query(scoped_domain: Path) -> None:
+    runner = CliRunner()
+    env = {"OPRAG_DATA_DIR": str(scoped_domain)}
+    listed = runner.invoke(main, ["scopes", "--domain", DOMAIN, "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    counts = {r["scope"]: r["documents"] for r in json.loads(listed.output)}
+    assert counts == dict.fromkeys(SCOPES, 60)
+    text = runner.invoke(main, ["scopes", "--domain", DOMAIN], env=env)
+    assert text.exit_code == 0 and "2 scopes, 120 documents" in text.output and "Grand Plaza" in text.output
+    query = runner.invoke(
+        main, ["query", "breakfast", "--domain", DOMAIN, "--scope", "grand plaza", "-k", "5"], env=env
+    )
+    assert query.exit_code == 0, query.output
+    assert "scope 'Grand Plaza'" in query.output and "documents of scope 'Grand Plaza'" in query.output
+    unknown = runner.invoke(main, ["ask", "anything", "--domain", DOMAIN, "--scope", "Ritz"], env=env)
+    assert unknown.exit_code == 1 and "'Grand Plaza'" in unknown.output and "Traceback" not in unknown.output

@@ -53,6 +53,7 @@ class Answer:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = 0.0  # None: the writer model's price is unknown
+    scope: str | None = None  # the one `entity_scope` the answer is restricted to (`generate/scope.py`)
 
     def stated_for(self, entity_id: str) -> StatedShares | None:
         return next((s for s in self.stated if s.entity_id == entity_id), None)

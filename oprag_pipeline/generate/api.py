@@ -14,6 +14,7 @@ from oprag_pipeline.generate.answer import Answer
 from oprag_pipeline.generate.compose import compose_offline
 from oprag_pipeline.generate.context import AnswerContext, DomainKnowledge, gather
 from oprag_pipeline.generate.fidelity import check_quotes
+from oprag_pipeline.generate.scope import ScopeMatch, domain_scopes, resolve_scope, scope_in_question
 from oprag_pipeline.index.fairness import DEFAULT_FAIR_WEIGHT
 from oprag_pipeline.index.retrieval import ALL_MODES, OPINION_MODES, PM2, Retriever
 
@@ -59,13 +60,24 @@ def answer_in_context(context: AnswerContext, writer: Callable[[AnswerContext], 
     answer.quotes = check_quotes(answer.quotes, context.passages)
     if context.notice and not answer.text.startswith(context.notice):
         answer.text = f"{context.notice}\n\n{answer.text}"
+    if context.scope is not None:
+        answer.scope = context.scope
+        line = scope_line(context.scope)
+        if not answer.text.startswith(line):
+            answer.text = f"{line}\n\n{answer.text}"
     return answer
+
+
+def scope_line(scope: str) -> str:
+    """The first line of a scoped answer: which product or hotel it covers."""
+    return f"Scope: {scope} only. Retrieval, the corpus shares and the quotes come from the documents about it."
 
 
 @dataclass
 class AskResult:
     answer: Answer
     context: AnswerContext
+    scope_match: ScopeMatch | None = None  # the scope recognised in the question, when none was given
 
 
 def ask(
@@ -80,10 +92,13 @@ def ask(
     store: Any = None,
     embedder: Any = None,
     fair_weight: float = DEFAULT_FAIR_WEIGHT,
+    scope: str | None = None,
 ) -> AskResult:
     """Answer one question from the domain's warehouse and vector store (opened read-only, closed again).
     `mode` is one of `ASK_MODES` (default: `default_mode(kb)`); `fair_weight` is the source cap's knob of mode
-    "fair" (see index/fairness.py)."""
+    "fair" (see index/fairness.py). `scope` (any case) restricts retrieval, the corpus shares and the quotes to the
+    documents whose `entity_scope` it is; without it, a scope the question names is used (`AskResult.scope_match`),
+    its words taken out of the question before its entities are read. LookupError for a scope no document has."""
     from oprag_pipeline.index.vector_store import open_vector_store
     from oprag_pipeline.resources import EmbedderResource
 
@@ -98,12 +113,20 @@ def ask(
     store = store or open_vector_store(root)
     try:
         with duckdb.connect(str(warehouse), read_only=True) as conn:
-            knowledge = DomainKnowledge.load(conn, domain)
+            match, asked = None, question
+            if scope is not None:
+                scope = resolve_scope(conn, domain, scope)
+            else:
+                match = scope_in_question(question, [s.scope for s in domain_scopes(conn, domain)])
+                if match is not None:
+                    scope, asked = match.scope, match.without(question)
+            knowledge = DomainKnowledge.load(conn, domain, scope)
             if not knowledge.entities:
                 raise LookupError(f"domain {domain!r} has no entity registry in {warehouse}: run `oprag run` first")
             retriever = Retriever(store, embedder or EmbedderResource().embedder(), fair_weight=fair_weight)
-            context = gather(conn, retriever, knowledge, question, kb=kb, mode=mode, k=k)
+            context = gather(conn, retriever, knowledge, asked, kb=kb, mode=mode, k=k)
+            context.question, context.scope = question, scope
     finally:
         if own_store:
             store.close()
-    return AskResult(answer_in_context(context, write), context)
+    return AskResult(answer_in_context(context, write), context, match)

@@ -16,6 +16,7 @@ import duckdb
 
 from oprag_pipeline.enrich.documents import TEXT_MARKER
 from oprag_pipeline.generate.answer import SIDES
+from oprag_pipeline.generate.scope import SCOPE_FIELD
 from oprag_pipeline.index.fairness import source_map
 from oprag_pipeline.index.retrieval import (
     BALANCED,
@@ -108,6 +109,7 @@ class AnswerContext:
     notice: str = ""  # what the reader must know first: the question named no entity, or was read as a group
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # group id → member ids, for groups answered
     set_aside: tuple[str, ...] = ()  # the domain's container (or the opinion holder) that gave way to a named entity
+    scope: str | None = None  # the one `entity_scope` retrieval and the corpus counts were restricted to
 
 
 @dataclass(frozen=True)
@@ -118,12 +120,15 @@ class DomainKnowledge:
     profile: OpinionProfile
     entities: Mapping[str, RegistryEntity]
     questions: QuestionMatcher | None = None  # question → entities or groups (`registry/question.py`)
+    scope: str | None = None  # one `entity_scope`: retrieval and corpus counts restricted to it (`generate/scope.py`)
 
     @classmethod
-    def load(cls, conn: duckdb.DuckDBPyConnection, domain: str) -> DomainKnowledge:
-        profile = OpinionProfile.load(conn, domain)
+    def load(cls, conn: duckdb.DuckDBPyConnection, domain: str, scope: str | None = None) -> DomainKnowledge:
+        """`scope` (its stored spelling, `scope.resolve_scope`) restricts the corpus counts to its documents."""
+        profile = OpinionProfile.load(conn, domain, scope)
         _, entities = registry_entities(conn, domain)
-        return cls(domain, profile, {e.entity_id: e for e in entities}, load_question_matcher(conn, domain, entities))
+        matcher = load_question_matcher(conn, domain, entities)
+        return cls(domain, profile, {e.entity_id: e for e in entities}, matcher, scope)
 
     def distribution(self, entity_id: str) -> CorpusDistribution:
         entity = self.entities.get(entity_id)
@@ -190,11 +195,12 @@ def gather(
     """Retrieve and collect the context of one answer. `entity_ids` puts entities first (the evaluation knows which
     entity a question is about); the ones the question names follow. With neither, the entity most retrieved
     opinions are about stands in, and the context says so."""
-    if mode in OPINION_MODES and knowledge.domain not in retriever.profiles:
-        retriever.profiles[knowledge.domain] = knowledge.profile
+    if mode in OPINION_MODES and (knowledge.domain not in retriever.profiles or knowledge.scope is not None):
+        retriever.profiles[knowledge.domain] = knowledge.profile  # a scope's own proportions
     if mode == FAIR and knowledge.domain not in retriever.sources:
         retriever.sources[knowledge.domain] = source_map(conn, knowledge.domain)
-    hits = retriever.search(knowledge.domain, question, k=k, mode=mode, kb=kb)
+    scoped = {SCOPE_FIELD: knowledge.scope} if knowledge.scope is not None else None
+    hits = retriever.search(knowledge.domain, question, k=k, mode=mode, kb=kb, filters=scoped)
     attach_opinions(conn, knowledge.domain, kb, hits)
     passages = to_passages(kb, hits)
     if not entity_ids and knowledge.questions is not None:

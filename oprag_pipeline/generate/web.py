@@ -11,6 +11,7 @@ import html
 import re
 import threading
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -205,76 +206,134 @@ def _options(values: Sequence[str], chosen: str) -> str:
     return "".join(f"<option value='{e(v)}'{' selected' if v == chosen else ''}>{e(v)}</option>" for v in values)
 
 
-def page(domains: Sequence[str], domain: str, question: str, body: str, mode: str = "") -> str:
+def page(
+    domains: Sequence[str],
+    domain: str,
+    question: str,
+    body: str,
+    mode: str = "",
+    scope: str = "",
+    scopes: Sequence[str] = (),
+) -> str:
     options = _options(domains, domain)
     modes = _options(ASK_MODES, mode or default_mode("enriched"))
+    known = "".join(f"<option value='{e(s)}'>" for s in scopes)
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>oprag: ask</title>"
         f"<style>{STYLE}</style></head><body><h1>Ask the opinions of a domain</h1>"
         "<form method='get' action='/'>"
         f"<label>Domain <select name='domain'>{options}</select></label> "
         f"<label>Retrieval <select name='mode'>{modes}</select></label> "
+        f"<label>Scope <input type='text' name='scope' value='{e(scope)}' list='scopes' "
+        "placeholder='all (or named in the question)'></label>"
+        f"<datalist id='scopes'>{known}</datalist> "
         f"<label>Question <input type='text' name='q' value='{e(question)}' maxlength='{MAX_QUESTION_CHARS}'></label> "
         "<button type='submit'>Ask</button></form>"
         f"{body}</body></html>"
     )
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the page's form asks for, validated."""
+
+    domains: list[str]
+    domain: str
+    question: str
+    mode: str
+    scope: str  # "" for every scope (or the one the question names)
+    problem: str | None
+
+
+def domain_scopes_of(root: Path, domain: str) -> list[str]:
+    """The domain's scopes, most documents first, for the page's scope field (none when the warehouse lacks them)."""
+    import duckdb
+
+    from oprag_pipeline.generate.scope import domain_scopes
+
+    warehouse = settings.warehouse_path(root)
+    if not domain or not warehouse.exists():
+        return []
+    try:
+        with duckdb.connect(str(warehouse), read_only=True) as conn:
+            return [s.scope for s in domain_scopes(conn, domain)]
+    except duckdb.Error:
+        return []
+
+
 def create_app(data_dir: Path | None = None, k: int = 20) -> Starlette:
     root = data_dir or settings.data_dir()
 
-    def answer_both(domain: str, question: str, mode: str) -> tuple[AskResult, AskResult]:
+    def answer_both(asked: Asked) -> tuple[AskResult, AskResult]:
+        scope = asked.scope or None
         with _ASK_LOCK:
-            aware = ask(question, domain=domain, kb="enriched", mode=mode, k=k, data_dir=root)
-            plain = ask(question, domain=domain, kb="raw", k=k, data_dir=root)
+            aware = ask(
+                asked.question, domain=asked.domain, kb="enriched", mode=asked.mode, k=k, data_dir=root, scope=scope
+            )
+            plain = ask(asked.question, domain=asked.domain, kb="raw", k=k, data_dir=root, scope=scope)
         return aware, plain
 
-    def validated(request: Request) -> tuple[list[str], str, str, str, str | None]:
+    def validated(request: Request) -> Asked:
+        params = request.query_params
         domains = settings.list_domains(root)
-        domain = request.query_params.get("domain") or (domains[0] if domains else "")
-        question = " ".join(request.query_params.get("q", "").split())[:MAX_QUESTION_CHARS]
-        mode = request.query_params.get("mode") or default_mode("enriched")
+        domain = params.get("domain") or (domains[0] if domains else "")
+        question = " ".join(params.get("q", "").split())[:MAX_QUESTION_CHARS]
+        mode = params.get("mode") or default_mode("enriched")
+        scope = " ".join(params.get("scope", "").split())[:MAX_QUESTION_CHARS]
         problem = None
         if domain not in domains:
             problem = f"unknown domain {domain!r}; domains: {', '.join(domains) or 'none (run oprag run first)'}"
         elif mode not in ASK_MODES:
             problem = f"unknown retrieval mode {mode!r}; modes: {', '.join(ASK_MODES)}"
-        return domains, domain, question, mode, problem
+        return Asked(domains, domain, question, mode, scope, problem)
+
+    def render(asked: Asked, body: str) -> str:
+        scopes = domain_scopes_of(root, asked.domain) if not asked.problem else []
+        return page(asked.domains, asked.domain, asked.question, body, asked.mode, asked.scope, scopes)
 
     async def index(request: Request) -> HTMLResponse:
         from starlette.concurrency import run_in_threadpool
 
-        domains, domain, question, mode, problem = validated(request)
+        asked = validated(request)
         body = ""
-        if problem and question:
-            body = f"<p class='error'>{e(problem)}</p>"
-        elif question:
+        if asked.problem and asked.question:
+            body = f"<p class='error'>{e(asked.problem)}</p>"
+        elif asked.question:
             try:
-                aware, plain = await run_in_threadpool(answer_both, domain, question, mode)
+                aware, plain = await run_in_threadpool(answer_both, asked)
             except (LookupError, FileNotFoundError, ValueError) as error:
-                error_html = f"<p class='error'>{e(str(error))}</p>"
-                return HTMLResponse(page(domains, domain, question, error_html, mode), 400)
+                return HTMLResponse(render(asked, f"<p class='error'>{e(str(error))}</p>"), 400)
             body = (
-                "<div class='columns'>"
+                scope_banner(aware)
+                + "<div class='columns'>"
                 + answer_panel("Opinion-aware answer", aware)
                 + answer_panel("Plain RAG answer", plain)
                 + "</div>"
             )
-        return HTMLResponse(page(domains, domain, question, body, mode))
+        return HTMLResponse(render(asked, body))
 
     async def api(request: Request) -> JSONResponse:
         from starlette.concurrency import run_in_threadpool
 
-        _, domain, question, mode, problem = validated(request)
-        if problem or not question:
-            return JSONResponse({"error": problem or "no question (parameter q)"}, 400)
+        asked = validated(request)
+        if asked.problem or not asked.question:
+            return JSONResponse({"error": asked.problem or "no question (parameter q)"}, 400)
         try:
-            aware, plain = await run_in_threadpool(answer_both, domain, question, mode)
+            aware, plain = await run_in_threadpool(answer_both, asked)
         except (LookupError, FileNotFoundError, ValueError) as error:
             return JSONResponse({"error": str(error)}, 400)
         return JSONResponse({"opinion_aware": aware.answer.to_dict(), "plain": plain.answer.to_dict()})
 
     return Starlette(routes=[Route("/", index), Route("/api/ask", api)])
+
+
+def scope_banner(result: AskResult) -> str:
+    """Which scope both answers cover, and whether the question named it."""
+    scope = result.context.scope
+    if scope is None:
+        return ""
+    how = " (named in the question)" if result.scope_match is not None else ""
+    return f"<p class='scope'>Both answers cover <strong>{e(scope)}</strong> only{e(how)}.</p>"
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, data_dir: Path | None = None) -> None:

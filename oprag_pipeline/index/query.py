@@ -49,21 +49,24 @@ def run_query(
     footer: Callable[[duckdb.DuckDBPyConnection, str], list[str]] | None = None,
     fair_weight: float | None = None,
     search: Callable[[duckdb.DuckDBPyConnection, Retriever], list[RetrievedHit]] | None = None,
+    scope: str | None = None,
 ) -> str:
     """`profile` builds what balanced mode balances on (default: all-time counts); `footer` adds lines about the
     focus entity (the analyses' timeline); `fair_weight` is fair mode's knob (default: the retriever's); `search`
     replaces the Retriever's own modes by one the analyses define (it gets the warehouse and a Retriever that holds
     the opinion profile, and `mode` is then only its label). Every mode
-    reports how concentrated its hits are on their authors, so a fair list can be set beside a plain one."""
+    reports how concentrated its hits are on their authors, so a fair list can be set beside a plain one. `scope`
+    (an `entity_scope` as stored) restricts the hits, the profile and the corpus counts to that scope's documents."""
     with duckdb.connect(str(warehouse), read_only=True) as conn:
-        build = profile or (lambda c: OpinionProfile.load(c, domain))
+        build = profile or (lambda c: OpinionProfile.load(c, domain, scope))
         profiles = {domain: build(conn)} if mode in OPINION_MODES or search else None
         sources = {domain: source_map(conn, domain)} if mode == FAIR else None
         retriever = Retriever(store, embedder, profiles=profiles, sources=sources)
         if search is not None:  # a mode defined downstream (the analyses' group-fair retrieval)
             hits = search(conn, retriever)
         else:
-            hits = retriever.search(domain, query, k=k, mode=mode, kb=kb, fair_weight=fair_weight)
+            scoped = {"entity_scope": scope} if scope is not None else None
+            hits = retriever.search(domain, query, k=k, mode=mode, kb=kb, fair_weight=fair_weight, filters=scoped)
         attach_opinions(conn, domain, kb, hits)
         spread = concentration(_hit_sources(conn, domain, hits)) if hits else None
         focus = entity or _main_entity(hits)
@@ -71,8 +74,9 @@ def run_query(
             Counter(
                 dict(
                     conn.execute(
-                        "SELECT sentiment, count(*) FROM opinions WHERE domain = ? AND entity_id = ? GROUP BY 1",
-                        [domain, focus],
+                        "SELECT sentiment, count(*) FROM opinions WHERE domain = ? AND entity_id = ? "
+                        "AND (? IS NULL OR entity_scope = ?) GROUP BY 1",
+                        [domain, focus, scope, scope],
                     ).fetchall()
                 )
             )
@@ -87,7 +91,8 @@ def run_query(
             else None
         )
         footer_lines = footer(conn, focus) if footer and focus else []
-    lines = [f'{len(hits)} hits for "{query}" in {domain}/{kb} ({mode}, k={k})', f"[score]: {score_legend(mode)}", ""]
+    where = f"{domain}/{kb}" + (f", scope {scope!r}" if scope is not None else "")
+    lines = [f'{len(hits)} hits for "{query}" in {where} ({mode}, k={k})', f"[score]: {score_legend(mode)}", ""]
     for rank, hit in enumerate(hits, start=1):
         lines.extend(_render_hit(rank, hit, kb))
     if spread:
@@ -96,7 +101,8 @@ def run_query(
         retrieved = Counter(o["sentiment"] for h in hits for o in h.opinions if o["entity_id"] == focus)
         name = focus_name[0] if focus_name else focus
         lines.append("")
-        lines.append(f"Entity {focus} ({name}): sentiment of retrieved opinions vs the whole corpus")
+        whole = f"the documents of scope {scope!r}" if scope is not None else "the whole corpus"
+        lines.append(f"Entity {focus} ({name}): sentiment of retrieved opinions vs {whole}")
         lines.extend(histogram("retrieved", retrieved, sum(retrieved.values())))
         lines.extend(histogram("corpus", corpus, sum(corpus.values())))
     if footer_lines:

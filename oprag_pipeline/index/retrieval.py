@@ -81,16 +81,20 @@ class OpinionProfile:
     sigma_counts: Mapping[str, Mapping[int, int]]
 
     @classmethod
-    def load(cls, conn: duckdb.DuckDBPyConnection, domain: str) -> OpinionProfile:
+    def load(cls, conn: duckdb.DuckDBPyConnection, domain: str, scope: str | None = None) -> OpinionProfile:
+        """With `scope`, the counts are of the opinions in the documents whose `entity_scope` is exactly it."""
         from oprag_pipeline.registry.store import registry_entities
 
         _, entities = registry_entities(conn, domain)
         counts: dict[str, dict[int, int]] = {}
+        where, params = "domain = ?", [domain]
+        if scope is not None:
+            where, params = "domain = ? AND entity_scope = ?", [domain, scope]
         for entity_id, sigma, n in conn.execute(
             # ordered: a multi-threaded GROUP BY returns its groups in any order, and the diversifiers sum floats
             # in the order of these dicts
-            "SELECT entity_id, sentiment_intensity, count(*) FROM opinions WHERE domain = ? GROUP BY ALL ORDER BY 1, 2",
-            [domain],
+            f"SELECT entity_id, sentiment_intensity, count(*) FROM opinions WHERE {where} GROUP BY ALL ORDER BY 1, 2",
+            params,
         ).fetchall():
             counts.setdefault(entity_id, {})[int(sigma)] = int(n)
         return cls(AliasMatcher(entities), counts)

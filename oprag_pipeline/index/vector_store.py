@@ -16,7 +16,8 @@ index lives:
 * a named dense vector `dense` (cosine) and a named sparse vector `bm25` with the IDF modifier: the embedder writes
   only the BM25 term-frequency part, and the engine supplies IDF from the live collection, so IDF stays right as
   points are added and deleted without re-embedding anything;
-* keyword payload indexes on `domain`, `entity_id`, `sentiment`, `doc_id`, an integer index on the σ-score
+* keyword payload indexes on `domain`, `entity_id`, `sentiment`, `doc_id`, `entity_scope` (answers restricted
+  to one product or hotel), an integer index on the σ-score
   `sentiment_intensity`, plus one index per `author_*` field, made on first sight in `upsert` (keyword, integer or
   bool, from the value's type) — filtered retrieval by entity and σ-level and the fairness breakdowns by author
   group are the hot filters. qdrant-client's local mode has no payload indexes
@@ -106,7 +107,7 @@ class CollectionOptions:
 DENSE_VECTOR = "dense"
 SPARSE_VECTOR = "bm25"
 CONTENT_HASH_FIELD = "content_hash"
-KEYWORD_FIELDS: tuple[str, ...] = ("domain", "entity_id", "sentiment", "doc_id")
+KEYWORD_FIELDS: tuple[str, ...] = ("domain", "entity_id", "sentiment", "doc_id", "entity_scope")
 INTEGER_FIELDS: tuple[str, ...] = ("sentiment_intensity",)
 """Integer payload indexes made with every collection. Opinion-balanced retrieval filters on the σ-score; without an
 index the engine reads each candidate's payload from disk to check it, measured at 2-3 s per filtered query on a

@@ -633,7 +633,9 @@ def ask_command(
     if as_json:
         click.echo(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         return
-    click.echo(answer.text)
+    from oprag_pipeline.generate.terminal import terminal_text
+
+    click.echo(terminal_text(answer.text, styled=sys.stdout.isatty()))
     for flag in answer.flags:
         click.echo(f"flag: {flag}", err=True)
     if answer.input_tokens or answer.output_tokens:

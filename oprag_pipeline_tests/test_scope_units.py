@@ -29,3 +29,18 @@ def test_no_match_inside_words_or_for_tiny_names() -> None:
     assert scope_in_question("model nokia 66100", SCOPES) is None
     assert scope_in_question("is the B2 battery good?", SCOPES) is None  # two characters: too likely by chance
     assert scope_in_question("what do people think of the battery?", SCOPES) is None
+
+
+def test_terminal_text_has_no_raw_markdown() -> None:
+    from oprag_pipeline.generate.terminal import terminal_text
+
+    answer = (
+        "## breakfast: 40 opinions in the corpus\nIn the corpus: 60% positive.\n\n"
+        '**Negative (30%)**, first:\n- "Cold eggs." [d1]'
+    )
+    plain = terminal_text(answer)
+    assert "#" not in plain and "**" not in plain
+    assert plain.splitlines()[:2] == ["breakfast: 40 opinions in the corpus", "-" * 36]
+    assert "Negative (30%), first:" in plain and '  • "Cold eggs." [d1]' in plain
+    styled = terminal_text(answer, styled=True)
+    assert "\x1b[1m" in styled and "#" not in styled and "**" not in styled

@@ -230,3 +230,16 @@ def test_the_words_of_asking_give_way_to_the_entity_asked_about() -> None:
     assert matcher.resolve("What are the opinions on the coffee?").targets == ["e7"]
     assert matcher.resolve("How do people rate the wifi?").targets == ["e8"]
     assert matcher.resolve("Is the rate fair?").targets == ["e10"]  # asked about by itself, it is the target
+
+
+def test_the_holder_gives_way_to_a_head_noun_named_after_the_verb() -> None:
+    matcher = QuestionMatcher(REGISTRY, containers=())  # "member" is no container here: the holder rule decides
+    resolved = matcher.resolve("How do members feel about customer support?")
+    assert resolved.targets == ["group:support"] and resolved.set_aside == ["e1"]
+    assert matcher.resolve("label printing support agents").targets  # no verb: nothing is a holder
+
+
+def test_a_compound_that_is_not_a_kind_of_the_head_stays_out_of_its_group() -> None:
+    registry = [*REGISTRY, RegistryEntity("e11", "support ticket system", (), "people and service", "support")]
+    (group,) = find_groups(registry, {})
+    assert "e11" not in group.members  # "support ticket system" is a ticket system, not support or its people

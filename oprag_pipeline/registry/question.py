@@ -51,6 +51,10 @@ OPINION_VERBS = frozenset(
 )
 """English verbs whose subject holds the opinion a question asks about ("how do sellers *feel* about …")."""
 
+PEOPLE_HEADS = frozenset("agent staff representative rep employee worker personnel person people officer".split())
+"""English nouns that, as the head of a compound, name the people of what their modifier names ("support agents",
+"cleaning staff"): such a compound joins its modifier's group, as a light head (`taxonomy.LIGHT_HEADS`) does."""
+
 ASKING_NOUNS = frozenset(
     """
     opinion view viewpoint thought feeling impression advice suggestion recommendation difference comparison
@@ -110,8 +114,8 @@ def find_containers(
 
 
 def find_groups(entities: Sequence[RegistryEntity], mentions: Mapping[str, int]) -> list[EntityGroup]:
-    """Groups of two or more entities in one tier 2 whose names share a head noun, or where one name holds the
-    others' head as a word of its own ("support agents" with "support team" and "seller support")."""
+    """Groups of two or more entities in one tier 2 whose names share a head noun ("support team", "seller support",
+    "chat support"), joined by the people of that head ("support agents", see `PEOPLE_HEADS`)."""
     by_tier2: dict[str, list[RegistryEntity]] = {}
     for entity in entities:
         by_tier2.setdefault(entity.tier2_name or entity.entity_id, []).append(entity)
@@ -127,7 +131,14 @@ def find_groups(entities: Sequence[RegistryEntity], mentions: Mapping[str, int])
             if not any(len(phrase_key(e.name).split()) >= 2 for e in with_head):
                 continue  # a lone word is no compound family
             for entity in members:
-                if entity.entity_id not in chosen and head in phrase_key(entity.name).split():
+                words = phrase_key(entity.name).split()
+                # "support agents" are the people of support
+                if (
+                    entity.entity_id not in chosen
+                    and len(words) >= 2
+                    and words[-2] == head
+                    and words[-1] in PEOPLE_HEADS
+                ):
                     chosen[entity.entity_id] = entity
             if len(chosen) < 2:
                 continue
@@ -177,11 +188,11 @@ class QuestionMatcher:
                 self.by_head.setdefault(head_word(key), []).append(entity.entity_id)
         self.vocabulary = {w for e in entities for phrase in (e.name, *e.aliases) for w in phrase_words(phrase)}
 
-    def _holders(self, question: str, mentions: Sequence[Mention]) -> set[str]:
-        """Entities that frame the question rather than being asked about, when another entity is named: the
-        holders (named before the question's first opinion verb, with an entity named after it), the owners
-        (named in the possessive, "the hotel's breakfast", "sellers' fees") and the words of asking ("the
-        *opinions* on …", "how do people *rate* …")."""
+    def _holders(self, question: str, mentions: Sequence[Mention], heads_at: Sequence[int] = ()) -> set[str]:
+        """Entities that frame the question rather than being asked about, when something else is named (an entity,
+        or a head noun at `heads_at`): the holders (named before the question's first opinion verb, with something
+        named after it), the owners (named in the possessive, "the hotel's breakfast", "sellers' fees") and the
+        words of asking ("the *opinions* on …", "how do people *rate* …")."""
         owners = {
             m.entity_id
             for m in mentions
@@ -193,20 +204,21 @@ class QuestionMatcher:
         if verb_at is not None:
             before = {m.entity_id for m in mentions if m.end <= verb_at}
             after = {m.entity_id for m in mentions if m.start > verb_at}
-            holders = before - after if after else set()
+            holders = before - after if after or any(at > verb_at for at in heads_at) else set()
         asking = {
             m.entity_id
             for m in mentions
             if all(w in ASKING_NOUNS or w in OPINION_VERBS for w in phrase_words(question[m.start : m.end]))
         }
         framing = owners | holders | asking
-        return framing if {m.entity_id for m in mentions} - framing else set()
+        return framing if {m.entity_id for m in mentions} - framing or heads_at else set()
 
-    def _head_matches(self, question: str, covered: Sequence[Mention]) -> list[tuple[str, str]]:
-        """(target, word) for each head noun of the question outside the alias matches: the last registry word of a
-        run of registry words ("customer support" → support), matched to a group, else the entity named after it."""
+    def _head_matches(self, question: str, covered: Sequence[Mention]) -> list[tuple[str, str, int]]:
+        """(target, word, offset) for each head noun of the question outside the alias matches: the last registry
+        word of a run of registry words ("customer support" → support), matched to a group, else the entity named
+        after it."""
         words = _words(question)
-        found: list[tuple[str, str]] = []
+        found: list[tuple[str, str, int]] = []
         for index, (key, start, end) in enumerate(words):
             if any(m.start <= start < m.end for m in covered):
                 continue
@@ -217,7 +229,7 @@ class QuestionMatcher:
             if target is None and self.by_head.get(key):
                 target = self.by_head[key][0]
             if target is not None:
-                found.append((target, question[start:end]))
+                found.append((target, question[start:end], start))
         return found
 
     def resolve(self, question: str) -> QuestionTargets:
@@ -226,11 +238,13 @@ class QuestionMatcher:
         # a named entity that is a group's head stands for its group ("support" → every kind of support)
         target_of = {e: self.group_of_head.get(phrase_key(self.entities[e].name), e) for e in named}
         targets = list(dict.fromkeys(target_of.values()))
-        aside_entities = {e for e in named if e in self.containers} | self._holders(question, mentions)
+        heads = [h for h in self._head_matches(question, mentions) if h[0] not in targets]
+        framing = self._holders(question, mentions, [at for _, _, at in heads])
+        aside_entities = {e for e in named if e in self.containers} | framing
         aside = {target_of[e] for e in aside_entities} - {target_of[e] for e in named if e not in aside_entities}
         via_head: dict[str, str] = {}
         if all(t in aside for t in targets):  # nothing specific named exactly: the question's head nouns decide
-            for target, word in self._head_matches(question, mentions):
+            for target, word, _ in heads:
                 if target not in targets and target not in aside:
                     targets.append(target)
                     via_head[target] = word

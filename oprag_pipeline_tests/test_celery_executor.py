@@ -21,16 +21,16 @@ import duckdb
 import pytest
 from dagster import DagsterEventType, DagsterInstance
 
+from oprag_pipeline import concurrency
 from oprag_pipeline.demo import generate_demo
 from oprag_pipeline.resources import build_resources
+from oprag_pipeline.runner import TAG_HOST, TAG_PID, WriterBusyError, writer_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = "hotels"
 SELECTION = '+key:"raw_kb" or +key:"entity_split_kb" or +key:"enriched_kb"'
 KBS = ("raw_kb", "entity_split_kb", "enriched_kb")
 TABLES = ("raw_documents", "entity_registry", "opinions", "enriched_entity_docs")
-
-pytestmark = pytest.mark.slow
 
 
 def _free_port() -> int:
@@ -192,6 +192,7 @@ def _steps(events, kind: DagsterEventType) -> Counter:
     return Counter(e.step_key for e in events if e.dagster_event.event_type == kind)
 
 
+@pytest.mark.slow
 def test_a_celery_run_gives_the_in_process_tables_and_collections(
     in_process: dict, broker: str, tmp_path: Path
 ) -> None:
@@ -221,6 +222,7 @@ def test_a_celery_run_gives_the_in_process_tables_and_collections(
     print(f"\nin-process run {in_process['seconds']:.1f} s, celery run (2 workers) {seconds:.1f} s")
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_shard_is_retried_and_nothing_is_lost_or_duplicated(
     in_process: dict, broker: str, tmp_path: Path
 ) -> None:
@@ -283,3 +285,44 @@ def _kill_a_shard_once_it_has_committed_a_part(
                         return step, pid
             time.sleep(0.2)
     pytest.fail("no extraction shard was seen running with a committed part")
+
+
+def test_the_run_and_its_workers_share_one_celery_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`OPRAG_EXECUTOR=celery` selects dagster-celery's executor; the worker app reads the same broker setting and
+    acknowledges a step only once it has finished, requeueing it when the process running it dies."""
+    import importlib
+
+    from oprag_pipeline import celery_app, definitions
+
+    url = "redis://127.0.0.1:1/3"
+    monkeypatch.setenv("OPRAG_EXECUTOR", "celery")
+    monkeypatch.setenv("OPRAG_CELERY_BROKER", url)
+    assert definitions.build_definitions().executor.name == "celery"
+    app = importlib.reload(celery_app).app
+    assert app.conf.broker_url == url and app.conf.result_backend == url
+    assert app.conf.task_acks_late and app.conf.task_reject_on_worker_lost and app.conf.worker_prefetch_multiplier == 1
+    assert "execute_plan" in app.tasks
+    assert concurrency.WAREHOUSE_STEP["op_tags"]["dagster-celery/queue"] == concurrency.WAREHOUSE_QUEUE
+    with pytest.raises(ValueError, match="OPRAG_CELERY_BROKER"):
+        concurrency.executor("celery", 2, broker="")
+
+
+def test_a_step_runs_under_the_hold_of_the_process_that_launched_its_run(tmp_path: Path) -> None:
+    """A Celery worker is no child of `oprag run`: its warehouse steps find the lock held by the process named in
+    the run's tags and run under that hold; any other run's steps still wait (here: refuse)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from oprag_pipeline.runner import writer_lock\n"
+         "with writer_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(120)", str(tmp_path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        host = socket.gethostname()
+        with writer_lock(tmp_path, wait=False, run_tags={TAG_PID: str(holder.pid), TAG_HOST: host}):
+            pass
+        with pytest.raises(WriterBusyError), writer_lock(tmp_path, wait=False, run_tags={TAG_PID: "1", TAG_HOST: host}):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()

@@ -17,10 +17,11 @@ its mentions into what an answer should be about, each general English, none fit
   up.
 * **Near-duplicates are answered together.** Entities whose names share a head noun and that the registry's
   clustering filed under one tier 2 (one aspect area: their contexts embed close, see `taxonomy.build_entities`)
-  form a group: "support", "support team", "seller support", "support agents". A question that names the group's
-  head, or reaches it through a compound that is no entity of its own ("customer support"), is answered from the
-  union of the members' opinions, and the answer names the members. A question that names one member exactly
-  ("the support team") is answered about that member: its words chose it. The registry itself is not changed.
+  form a group: "support team", "seller support", "chat support", and "support agents" (the people of support).
+  A question that reaches the head through a compound that is no entity of its own ("customer support"), or
+  names the bare head when it is no entity, is answered from the union of the members' opinions, and the answer
+  names the members. A question that names an entity exactly ("the support team", or "support" where that is an
+  entity) is answered about that entity: its words chose it. The registry itself is not changed.
 """
 
 from __future__ import annotations
@@ -235,8 +236,8 @@ class QuestionMatcher:
     def resolve(self, question: str) -> QuestionTargets:
         mentions = self.matcher.mentions(question)
         named = list(dict.fromkeys(m.entity_id for m in mentions))
-        # a named entity that is a group's head stands for its group ("support" → every kind of support)
-        target_of = {e: self.group_of_head.get(phrase_key(self.entities[e].name), e) for e in named}
+        # an entity named exactly is answered about itself, a group's head included: its words chose it
+        target_of = {e: e for e in named}
         targets = list(dict.fromkeys(target_of.values()))
         heads = [h for h in self._head_matches(question, mentions) if h[0] not in targets]
         framing = self._holders(question, mentions, [at for _, _, at in heads])

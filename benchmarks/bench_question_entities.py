@@ -8,8 +8,9 @@ enriched KB, and the answer's first entity is compared with the question's own:
 - exact: the first answered entity is the question's entity;
 - in group: it is a group of near-duplicate entities that includes the question's entity (grouping at answer time,
   `registry/question.py`), counted with the exact ones in "right";
-- container: the answer is about the domain's own container entity instead ("seller" on a sellers' forum);
-- unnamed: the question named no entity and the answer fell back to the entity most retrieved passages are about.
+- unnamed: the question named no entity and the answer fell back to the entity most retrieved passages are about;
+- other entity: the answer is first about another entity the question named (the forum's "sellers" in "How do
+  sellers feel about …", a registry entity "opinion" in "What are the opinions on …").
 
     .venv/bin/python benchmarks/bench_question_entities.py --data-dir D [--domain seller_forum] [--show 10]
 
@@ -71,15 +72,12 @@ def main() -> None:
                     answer = compose_offline(context)
                     first = answer.entity_ids[0] if answer.entity_ids else None
                     members = getattr(context, "groups", {}).get(first, ()) if first else ()
-                    container = getattr(context, "container", None)
                     if first == target:
                         kind = "exact"
                     elif target in members:
                         kind = "in group"
                     elif not context.named_in_question:
                         kind = "unnamed"
-                    elif first is not None and first == container:
-                        kind = "container"
                     else:
                         kind = "other entity"
                     outcome[kind] += 1

@@ -157,3 +157,73 @@ def test_scopes_command_and_scoped_query(scoped_domain: Path) -> None:
     assert "scope 'Grand Plaza'" in query.output and "documents of scope 'Grand Plaza'" in query.output
     unknown = runner.invoke(main, ["ask", "anything", "--domain", DOMAIN, "--scope", "Ritz"], env=env)
     assert unknown.exit_code == 1 and "'Grand Plaza'" in unknown.output and "Traceback" not in unknown.output
+
+
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "data" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def served(scoped_domain: Path) -> Iterator[str]:
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from oprag_pipeline.generate.web import create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(scoped_domain), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_the_page_offers_examples_scopes_and_modes_and_shows_both_answers_side_by_side(served: str) -> None:
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium); .ci/run installs it")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
+    with playwright_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(300_000)
+            page.goto(served + "/", timeout=300_000)
+            html = page.content()
+            assert "<script" not in html and "<link" not in html and "@import" not in html  # nothing fetched
+            assert page.locator("select[name=mode] option").count() == len(ASK_MODES)
+            assert page.locator("select[name=mode]").input_value() == "pm2"
+            assert sorted(page.locator("#scopes option").evaluate_all("os => os.map(o => o.value)")) == list(SCOPES)
+            examples = page.locator(".examples a")
+            assert examples.count() >= 2
+            assert any("Grand Plaza's" in t or "Harbour Inn's" in t for t in examples.all_inner_texts())
+            examples.first.click()
+            page.wait_for_selector("section.panel", timeout=300_000)
+            aware, plain = page.locator("section.panel").all()
+            left, right = aware.bounding_box(), plain.bounding_box()
+            assert left and right and abs(left["y"] - right["y"]) < 2 and right["x"] > left["x"] + left["width"]
+            assert right["x"] + right["width"] > 0.9 * 1400  # the answers use the width: no empty right side
+            assert "In the corpus:" in aware.inner_text()
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "serve_answer.png"), full_page=True)
+
+            page.fill("input[name=scope]", "harbour inn")
+            page.select_option("select[name=mode]", "balanced")
+            page.click("button[type=submit]")
+            page.wait_for_selector("p.scope", timeout=300_000)
+            assert "Harbour Inn" in page.locator("p.scope").inner_text()
+            assert "balanced retrieval" in page.locator("section.panel .meta").first.inner_text()
+            page.screenshot(path=str(SCREENSHOTS / "serve_scoped.png"), full_page=False)
+        finally:
+            browser.close()

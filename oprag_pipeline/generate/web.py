@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from oprag_pipeline import settings
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote
-from oprag_pipeline.generate.api import ASK_MODES, AskResult, ask, default_mode
+from oprag_pipeline.generate.api import ASK_MODES, AskResult, ask, default_mode, scope_line
 from oprag_pipeline.generate.context import AnswerContext, side_of
 from oprag_pipeline.generate.evidence import QuoteDeduplicator, normalised
 from oprag_pipeline.schema import cost_label
@@ -161,9 +161,12 @@ def quotes_by_side(answer: Answer, skip: Collection[int] = ()) -> str:
     return "".join(parts)
 
 
-def answer_panel(title: str, result: AskResult) -> str:
+def answer_panel(title: str, result: AskResult, kind: str = "") -> str:
     answer, context = result.answer, result.context
-    text, shown = render_text(answer.text, answer.quotes)
+    body = answer.text
+    if answer.scope is not None and body.startswith(scope_line(answer.scope)):
+        body = body[len(scope_line(answer.scope)) :].lstrip()  # the page says it once, above both answers
+    text, shown = render_text(body, answer.quotes)
     others = quotes_by_side(answer, shown)  # quotes the text does not show itself (an LLM's prose): each quote once
     charts = []
     for dist in context.entities:
@@ -178,11 +181,11 @@ def answer_panel(title: str, result: AskResult) -> str:
         else ""
     )
     return (
-        f'<section class="panel"><h2>{e(title)}</h2>'
+        f'<section class="panel {e(kind)}"><h2>{e(title)}</h2>'
         f"<p class='meta'>{e(context.kb)} KB, {e(context.mode)} retrieval, k={context.k}, writer {e(answer.writer)}</p>"
         + "".join(charts)
         + (
-            f'<h4 class="side-none">{e(PLAIN_QUOTES_HEADING.capitalize())}</h4>'
+            f'<h4 class="side-none">{e(PLAIN_QUOTES_HEADING[:1].upper() + PLAIN_QUOTES_HEADING[1:])}</h4>'
             if context.kb == "raw" and shown
             else ""
         )
@@ -195,15 +198,93 @@ def answer_panel(title: str, result: AskResult) -> str:
     )
 
 
-STYLE = """body{font-family:sans-serif;margin:1.5em;max-width:1400px}form{margin-bottom:1em}
-input[type=text]{width:40em;padding:4px}.columns{display:flex;gap:2em;align-items:flex-start}
-.panel{flex:1;min-width:0;border:1px solid #ddd;padding:0 1em 1em;border-radius:6px}.meta,.usage{color:#666}
-q{font-style:italic}cite{color:#555;font-size:90%}.flag,.flags{color:#b00}.error{color:#b00}
-.side-positive{color:#2c7a2c}.side-negative{color:#b3362c}.side-neutral{color:#666}"""
+STYLE = """
+:root{--ink:#1f2933;--muted:#5f6b7a;--line:#dde3ea;--bg:#f4f6f9;--card:#fff;--accent:#2456a6;
+--pos:#2c7a2c;--neg:#b3362c;--neu:#6b7280}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--ink);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,
+"Helvetica Neue",Arial,sans-serif}
+header{background:#1d3557;color:#fff;padding:.8em 2em}header h1{margin:0;font-size:1.3em;font-weight:600}
+header p{margin:.15em 0 0;color:#c9d6ea;font-size:.9em}
+main{padding:1.2em 2em 2em;max-width:1700px;margin:0 auto}
+.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:1em 1.2em;
+box-shadow:0 1px 2px rgba(16,24,40,.05)}
+form.ask{display:grid;grid-template-columns:minmax(10em,1fr) minmax(10em,1fr) minmax(12em,1.4fr);gap:.7em 1em}
+form.ask label{display:flex;flex-direction:column;font-size:.8em;font-weight:600;color:var(--muted);
+text-transform:uppercase;letter-spacing:.03em}
+form.ask select,form.ask input{margin-top:.3em;font:inherit;font-size:15px;text-transform:none;letter-spacing:0;
+color:var(--ink);padding:.45em .6em;border:1px solid #c5ced8;border-radius:6px;background:#fff}
+form.ask .question{grid-column:1/-1;display:flex;gap:.7em;align-items:flex-end}
+form.ask .question label{flex:1}
+button{font:inherit;font-weight:600;background:var(--accent);color:#fff;border:0;border-radius:6px;
+padding:.55em 1.6em;cursor:pointer}button:hover{background:#1b4488}
+.examples{margin:.9em 0 0;display:flex;flex-wrap:wrap;gap:.45em;align-items:center}
+.examples span{font-size:.85em;color:var(--muted);margin-right:.2em}
+.examples a{font-size:.88em;text-decoration:none;color:var(--accent);background:#eef3fb;border:1px solid #d3e0f3;
+border-radius:999px;padding:.2em .8em}.examples a:hover{background:#dfe9f8}
+.intro{color:var(--muted);margin:.2em 0 .8em}
+.scope{margin:1em 0 0;padding:.5em .9em;background:#fff8e1;border:1px solid #f0dfa6;border-radius:8px}
+.columns{display:grid;grid-template-columns:1fr 1fr;gap:1.2em;margin-top:1.2em;align-items:start}
+@media (max-width:900px){.columns{grid-template-columns:1fr}form.ask{grid-template-columns:1fr}}
+.panel{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:.2em 1.3em 1.2em;min-width:0;
+box-shadow:0 1px 2px rgba(16,24,40,.05)}
+.panel h2{font-size:1.15em;margin:.8em 0 .1em}.panel.aware{border-top:4px solid var(--accent)}
+.panel.plain{border-top:4px solid #9aa5b1}
+.meta,.usage{color:var(--muted);font-size:.85em;margin:0 0 .6em}
+.panel h3{font-size:1.02em;margin:1.1em 0 .3em;padding-bottom:.2em;border-bottom:1px solid var(--line)}
+.panel h4{margin:.9em 0 .2em}
+svg.chart{width:100%;max-width:640px;height:auto;display:block;margin:.4em 0}
+ul{padding-left:1.2em}li{margin:.25em 0}ul.quotes{list-style:none;padding-left:0}
+ul.quotes li{border-left:3px solid var(--line);padding:.15em 0 .15em .7em;margin:.4em 0}
+q{font-style:italic}cite{color:var(--muted);font-size:.82em;font-style:normal;margin-left:.3em;
+font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.flag,.flags{color:#b00}.error{color:#b00;background:#fdecea;border:1px solid #f5c2bd;border-radius:8px;
+padding:.6em .9em;margin-top:1em}
+.side-positive{color:var(--pos)}.side-negative{color:var(--neg)}.side-neutral,.side-none{color:var(--neu)}
+footer{color:var(--muted);font-size:.8em;padding:0 2em 1.5em;max-width:1700px;margin:0 auto}
+"""
+
+MODE_LABELS = {
+    "pm2": "PM-2 (opinion-proportional)",
+    "balanced": "balanced (opinion quotas)",
+    "xquad": "xQuAD (opinion diversity)",
+    "mmr": "MMR (semantic diversity)",
+    "hybrid": "hybrid (dense + BM25)",
+    "semantic": "semantic (dense)",
+    "fair": "fair (no author dominates)",
+}
+EXAMPLE_TEMPLATES = (
+    "What do people think of the {name}?",
+    "How do people feel about the {name}?",
+    "Is the {name} any good?",
+)
 
 
-def _options(values: Sequence[str], chosen: str) -> str:
-    return "".join(f"<option value='{e(v)}'{' selected' if v == chosen else ''}>{e(v)}</option>" for v in values)
+def _options(values: Sequence[str], chosen: str, labels: dict[str, str] | None = None) -> str:
+    return "".join(
+        f"<option value='{e(v)}'{' selected' if v == chosen else ''}>{e((labels or {}).get(v, v))}</option>"
+        for v in values
+    )
+
+
+def example_questions(names: Sequence[str], scopes: Sequence[str] = ()) -> list[str]:
+    """Questions about the domain's disputed entities (the evaluation's rule: sentiment entropy >= 0.6), in a few
+    wordings; with scopes, one asks about an entity of the largest scope by naming it, as a user would."""
+    questions = [EXAMPLE_TEMPLATES[i % len(EXAMPLE_TEMPLATES)].format(name=n) for i, n in enumerate(names)]
+    if names and scopes:
+        questions.append(f"What do people say about the {scopes[0]}'s {names[min(1, len(names) - 1)]}?")
+    return questions
+
+
+def example_links(domain: str, mode: str, questions: Sequence[str]) -> str:
+    from urllib.parse import urlencode
+
+    if not questions:
+        return ""
+    links = "".join(
+        f"<a href='/?{e(urlencode({'domain': domain, 'mode': mode, 'q': q}))}'>{e(q)}</a>" for q in questions
+    )
+    return f"<div class='examples'><span>Try:</span>{links}</div>"
 
 
 def page(
@@ -214,22 +295,35 @@ def page(
     mode: str = "",
     scope: str = "",
     scopes: Sequence[str] = (),
+    examples: Sequence[str] = (),
 ) -> str:
-    options = _options(domains, domain)
-    modes = _options(ASK_MODES, mode or default_mode("enriched"))
+    mode = mode or default_mode("enriched")
     known = "".join(f"<option value='{e(s)}'>" for s in scopes)
+    intro = (
+        ""
+        if question
+        else "<p class='intro'>Ask what people think of something the documents discuss. The opinion-aware answer "
+        "gives the corpus's real mix of positive, neutral and negative views with quotes from every side; plain RAG "
+        "answers from the most similar passages, beside it.</p>"
+    )
+    scope_hint = f"any of {len(scopes):,}, or one the question names" if scopes else "none: the documents name no scope"
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>oprag: ask</title>"
-        f"<style>{STYLE}</style></head><body><h1>Ask the opinions of a domain</h1>"
-        "<form method='get' action='/'>"
-        f"<label>Domain <select name='domain'>{options}</select></label> "
-        f"<label>Retrieval <select name='mode'>{modes}</select></label> "
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><title>oprag: ask</title>"
+        f"<style>{STYLE}</style></head><body>"
+        "<header><h1>oprag: ask the opinions of a domain</h1>"
+        "<p>Opinion-aware retrieval beside plain RAG, from the pipeline's own index</p></header><main>"
+        "<section class='card'>" + intro + "<form class='ask' method='get' action='/'>"
+        f"<label>Domain <select name='domain'>{_options(domains, domain)}</select></label>"
+        f"<label>Retrieval <select name='mode'>{_options(ASK_MODES, mode, MODE_LABELS)}</select></label>"
         f"<label>Scope <input type='text' name='scope' value='{e(scope)}' list='scopes' "
-        "placeholder='all (or named in the question)'></label>"
-        f"<datalist id='scopes'>{known}</datalist> "
-        f"<label>Question <input type='text' name='q' value='{e(question)}' maxlength='{MAX_QUESTION_CHARS}'></label> "
-        "<button type='submit'>Ask</button></form>"
-        f"{body}</body></html>"
+        f"placeholder='{e(scope_hint)}'></label><datalist id='scopes'>{known}</datalist>"
+        "<div class='question'><label>Question "
+        f"<input type='text' name='q' value='{e(question)}' maxlength='{MAX_QUESTION_CHARS}' "
+        "placeholder='What do people think of …?' autofocus></label>"
+        "<button type='submit'>Ask</button></div></form>" + example_links(domain, mode, examples) + "</section>"
+        f"{body}</main><footer>Shares count every opinion in the corpus (or the scope); quotes are verbatim, cited by "
+        "document id. Nothing here leaves this machine.</footer></body></html>"
     )
 
 
@@ -245,20 +339,63 @@ class Asked:
     problem: str | None
 
 
-def domain_scopes_of(root: Path, domain: str) -> list[str]:
-    """The domain's scopes, most documents first, for the page's scope field (none when the warehouse lacks them)."""
+DISPUTED_ENTROPY = 0.6
+"""The evaluation's threshold of a disputed entity (`evaluation_entities.min_entropy`): sentiment entropy in bits."""
+EVALUATED_MENTIONS = 20  # the evaluation's `min_mentions`: entities with that many opinions are offered first
+EXAMPLES = 4
+
+
+@dataclass(frozen=True)
+class DomainOverview:
+    """What the page offers for a domain: its scopes (most documents first) and example questions."""
+
+    scopes: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+
+
+def disputed_entities(conn, domain: str, limit: int = EXAMPLES) -> list[str]:
+    """Names of the domain's disputed entities, most discussed first: the ones the evaluation picked when it ran,
+    else those with sentiment entropy >= `DISPUTED_ENTROPY` (at least `EVALUATED_MENTIONS` opinions first); the
+    domain's container ("hotel" in hotel reviews) is left out, as a question about it is about everything."""
+    import duckdb
+
+    from oprag_pipeline.registry.question import load_question_matcher
+    from oprag_pipeline.registry.store import registry_entities
+
+    _, entities = registry_entities(conn, domain)
+    containers = load_question_matcher(conn, domain, entities).containers if entities else set()
+    try:
+        rows = conn.execute(
+            "SELECT entity_id, entity_name FROM evaluation_entities WHERE domain = ? ORDER BY mentions DESC, 1",
+            [domain],
+        ).fetchall()
+    except duckdb.CatalogException:
+        rows = []
+    if not rows:
+        rows = conn.execute(
+            """SELECT entity_id, entity_name FROM entity_opinion_stats WHERE domain = ? AND entropy_bits >= ?
+               ORDER BY mentions >= ? DESC, mentions DESC, 1""",
+            [domain, DISPUTED_ENTROPY, EVALUATED_MENTIONS],
+        ).fetchall()
+    return [name for entity_id, name in rows if entity_id not in containers][:limit]
+
+
+def domain_overview(root: Path, domain: str) -> DomainOverview:
+    """The domain's scopes and example questions; empty where the warehouse lacks what they need."""
     import duckdb
 
     from oprag_pipeline.generate.scope import domain_scopes
 
     warehouse = settings.warehouse_path(root)
     if not domain or not warehouse.exists():
-        return []
+        return DomainOverview()
     try:
         with duckdb.connect(str(warehouse), read_only=True) as conn:
-            return [s.scope for s in domain_scopes(conn, domain)]
+            scopes = tuple(s.scope for s in domain_scopes(conn, domain))
+            names = disputed_entities(conn, domain)
     except duckdb.Error:
-        return []
+        return DomainOverview()
+    return DomainOverview(scopes, tuple(example_questions(names, scopes)))
 
 
 def create_app(data_dir: Path | None = None, k: int = 20) -> Starlette:
@@ -287,9 +424,22 @@ def create_app(data_dir: Path | None = None, k: int = 20) -> Starlette:
             problem = f"unknown retrieval mode {mode!r}; modes: {', '.join(ASK_MODES)}"
         return Asked(domains, domain, question, mode, scope, problem)
 
+    overviews: dict[tuple[str, float], DomainOverview] = {}
+
+    def overview(domain: str) -> DomainOverview:
+        """Cached per domain until the warehouse changes (a run rewrites it)."""
+        warehouse = settings.warehouse_path(root)
+        key = (domain, warehouse.stat().st_mtime if warehouse.exists() else 0.0)
+        if key not in overviews:
+            overviews.clear()
+            overviews[key] = domain_overview(root, domain)
+        return overviews[key]
+
     def render(asked: Asked, body: str) -> str:
-        scopes = domain_scopes_of(root, asked.domain) if not asked.problem else []
-        return page(asked.domains, asked.domain, asked.question, body, asked.mode, asked.scope, scopes)
+        known = overview(asked.domain) if not asked.problem else DomainOverview()
+        return page(
+            asked.domains, asked.domain, asked.question, body, asked.mode, asked.scope, known.scopes, known.examples
+        )
 
     async def index(request: Request) -> HTMLResponse:
         from starlette.concurrency import run_in_threadpool
@@ -306,8 +456,8 @@ def create_app(data_dir: Path | None = None, k: int = 20) -> Starlette:
             body = (
                 scope_banner(aware)
                 + "<div class='columns'>"
-                + answer_panel("Opinion-aware answer", aware)
-                + answer_panel("Plain RAG answer", plain)
+                + answer_panel("Opinion-aware answer", aware, "aware")
+                + answer_panel("Plain RAG answer", plain, "plain")
                 + "</div>"
             )
         return HTMLResponse(render(asked, body))

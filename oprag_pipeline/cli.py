@@ -654,7 +654,8 @@ def entities_command(domain: str, scope: str | None, as_json: bool) -> None:
     """The entities one can ask a domain about: tier path, mentions, sentiment mix, aliases; most mentioned first."""
     import duckdb
 
-    from oprag_pipeline.registry.listing import list_entities, render_entities, scopes_matching
+    from oprag_pipeline.generate.scope import resolve_scope
+    from oprag_pipeline.registry.listing import list_entities, render_entities
 
     check_configuration(pipeline=False)
     _existing_domain(domain)
@@ -663,13 +664,11 @@ def entities_command(domain: str, scope: str | None, as_json: bool) -> None:
     if not warehouse.exists():
         raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run --domain {domain}` first")
     with _reading_index(domain), duckdb.connect(str(warehouse), read_only=True) as conn:
-        if scope is not None and not scopes_matching(conn, domain, scope):
-            (known,) = conn.execute(
-                "SELECT count(DISTINCT entity_scope) FROM raw_documents WHERE domain = ?", [domain]
-            ).fetchone()
-            raise click.ClickException(
-                f"no document of {domain!r} has entity_scope {scope!r} ({known} scopes in the domain)"
-            )
+        if scope is not None:
+            try:
+                scope = resolve_scope(conn, domain, scope)  # its stored spelling, or an error naming some scopes
+            except LookupError as error:
+                raise click.ClickException(str(error)) from None
         rows = list_entities(conn, domain, scope)
     if not rows:
         raise click.ClickException(

@@ -198,9 +198,12 @@ def test_entities_command_scope_counts_only_that_scopes_documents(data_dir: Path
     )
     coffee = next(row for row in listed if row["name"] == "coffee")
     assert coffee["sentiment"] == {"positive": 3, "neutral": 0, "negative": 3}  # j = 0, 2, 4 of each side
+    header = CliRunner().invoke(main, ["entities", "--domain", DOMAIN, "--scope", "LISBON"]).output.splitlines()[0]
+    assert header == f"{DOMAIN}: 7 entities, 12 opinions (documents of scope 'Lisbon')"  # no customer feedback there
     assert {row["name"] for row in listed} == {e[1] for e in ENTITIES}
     unknown = CliRunner().invoke(main, ["entities", "--domain", DOMAIN, "--scope", "Paris"])
-    assert unknown.exit_code != 0 and "no document of 'cowork' has entity_scope 'Paris' (2 scopes" in unknown.output
+    assert unknown.exit_code != 0 and "no document of 'cowork' has scope 'Paris'; scopes:" in unknown.output
+    assert "'Berlin'" in unknown.output and "'Lisbon'" in unknown.output
 
 
 def test_entities_command_unknown_domain_lists_the_existing_ones(data_dir: Path) -> None:

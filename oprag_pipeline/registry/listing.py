@@ -50,18 +50,6 @@ class EntityRow:
         }
 
 
-def scopes_matching(conn: duckdb.DuckDBPyConnection, domain: str, scope: str) -> list[str]:
-    """The domain's `entity_scope` values equal to `scope` up to case."""
-    return [
-        s
-        for (s,) in conn.execute(
-            "SELECT DISTINCT entity_scope FROM raw_documents WHERE domain = ? AND lower(entity_scope) = lower(?) "
-            "ORDER BY 1",
-            [domain, scope],
-        ).fetchall()
-    ]
-
-
 def list_entities(conn: duckdb.DuckDBPyConnection, domain: str, scope: str | None = None) -> list[EntityRow]:
     """Every active entity of the domain, most mentioned first. With `scope`, counts come from the documents whose
     `entity_scope` equals it (case-insensitive) and entities with no opinion there are left out."""

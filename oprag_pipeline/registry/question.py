@@ -8,8 +8,9 @@ its mentions into what an answer should be about, each general English, none fit
   majority is the plain meaning of "what the corpus is about", not a tuned cut. Likewise the *holder* of the
   opinion asked about: an entity named before the question's opinion verb ("How do **sellers** feel about …",
   "What do **guests** think of …") is who holds the views, not what they are about, and an owner named in the
-  possessive ("the **hotel's** breakfast") frames what it owns. Each gives way to any other entity the question
-  names, and is the answer's subject only when nothing else is named.
+  possessive ("the **hotel's** breakfast") frames what it owns, as do the words of asking (a registry entity
+  "opinion" in "what are the **opinions** on …", "rate" in "how do people **rate** …"). Each gives way to anything
+  else the question names, and is the answer's subject only when nothing else is named.
 * **A head noun finds its group.** English compounds are head-final: "customer support" is a kind of support. When
   the question's words name no entity exactly, the last noun of a phrase is matched against the head nouns of the
   registry's names (`taxonomy.head_word`: "support team" → support, "seller support" → support), so the question

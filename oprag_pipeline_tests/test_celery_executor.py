@@ -178,6 +178,8 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def _assert_same(reference: dict, outcome: dict) -> None:
+    versions = [{row[-2] for row in run["tables"]["opinions"]} for run in (reference, outcome)]
+    assert versions[0] == versions[1], f"the extractor changed between the two runs (its files replaced?): {versions}"
     for table, rows in reference["tables"].items():
         assert rows, f"{table} is empty"
         assert outcome["tables"][table] == rows, f"{table} differs from the in-process run's"

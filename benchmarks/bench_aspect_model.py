@@ -84,7 +84,16 @@ POS, NEU, NEG = LABELS.index("positive"), LABELS.index("neutral"), LABELS.index(
 # ------------------------------------------------------------------------------------------------ the scorers
 def uncalibrated_view(model: AspectSentimentModel) -> AspectSentimentModel:
     """The previous scoring path on the same session and logits cache: no prior correction, no lexicon tie-break."""
-    old = AspectSentimentModel(model.session, model.encoder, temperature=model.temperature, workers=model.workers)
+    old = AspectSentimentModel(
+        model.session,
+        model.encoder,
+        temperature=model.temperature,
+        workers=model.workers,
+        emotion_labels=model.emotion_labels,
+        emotion_untrained=[e for e in model.emotion_labels if e not in model.emotion_trained],
+        strength_cuts=model.strength_cuts,
+        emotion_thresholds=model.emotion_thresholds,
+    )
     old._cache = model._cache
     old.correct_prior = False
     old.use_lexicon = False
@@ -893,10 +902,12 @@ def main() -> None:
         scorers = {"before": labels(old), "now": labels(new), "VADER": labels(vader)}
         if candidate is not None:
             scorers["candidate"] = labels(candidate)
+            scorers["cand-uncal"] = labels(uncalibrated_view(candidate))
         memd_section(args, scorers)
     models = {"now": new, **({"candidate": candidate} if candidate is not None else {})}
     if "dmaste" not in args.skip:
-        dmaste_unseen_section(SHARED, {**models, "VADER": vader})
+        uncalibrated = {"cand-uncal": uncalibrated_view(candidate)} if candidate is not None else {}
+        dmaste_unseen_section(SHARED, {**models, **uncalibrated, "VADER": vader})
     if "goemotions" not in args.skip:
         goemotions_section(SHARED, models)
     if "strength" not in args.skip:
@@ -917,7 +928,11 @@ def main() -> None:
             extractors["cand-cue"] = OfflineExtractor(scorer=cues_view)
         # the committed path with OPRAG_DOCUMENT_TONE=ignore: no tone read from the rest of the review
         extractors["no-tone"] = OfflineExtractor(scorer=new, review_tone=False)
+        if candidate is not None:
+            extractors["cand-no-tone"] = OfflineExtractor(scorer=candidate, review_tone=False)
         tripadvisor_section(args, extractors)
+        # hotels no fit of any section ever reads (files 40-59 of the same shuffle)
+        tripadvisor_section(args, extractors, first_file=2 * args.hotels)
     if "ratings" not in args.skip:
         rating_adaptation_section(args, new)
     if "intensity" not in args.skip:

@@ -867,7 +867,8 @@ class AspectSentimentModel:
 
         def one(item: tuple[list[int], int, int]) -> np.ndarray:
             feeds = {k: v for k, v in pad_batch([item]).items() if k in self._input_names}
-            return np.concatenate([out[0] for out in self.session.run(list(outputs), feeds)])
+            # a scalar output (the strength head's) is one value of the row
+            return np.concatenate([np.atleast_1d(out[0]) for out in self.session.run(list(outputs), feeds)])
 
         return self._map(one, encoded)
 

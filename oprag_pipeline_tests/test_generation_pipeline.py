@@ -107,7 +107,8 @@ def test_oprag_ask_prints_the_distribution_and_cited_quotes(generation_demo) -> 
     env = {"OPRAG_DATA_DIR": str(data_dir)}
     result = runner.invoke(main, ["ask", f"What do people think of the {name}?", "--domain", DOMAIN], env=env)
     assert result.exit_code == 0, result.output
-    assert f"\n{name}: " in result.output and "In the corpus:" in result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith(f"{name}: ") for line in lines) and "In the corpus:" in result.output
     assert "##" not in result.output and "**" not in result.output  # readable text, not raw markdown
     assert f"[{DOMAIN}-" in result.output
     plain = runner.invoke(

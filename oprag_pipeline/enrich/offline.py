@@ -278,7 +278,8 @@ def _emotion_text(
 def opinion_emotions(predictions: Sequence[Any], emotion_text: str) -> list[str]:
     """The emotions of an opinion: where the scorer has an emotion head, the emotions it finds in any of the
     mentions that carry the opinion, and the cue lexicon's reading of ``emotion_text`` (the mentions' sentences and
-    the ones after them) only for emotions the head was not trained on; a scorer without a head: the cues alone.
+    the ones after them) for the emotions the model reads by cues (``emotion_sources``: those the head has no data
+    for, and those where the cues measured better); a scorer without a head: the cues alone.
     An emotion is found in a mention when the head's probability passes that emotion's threshold (the model's own,
     chosen on the emotion data's dev split: ``AspectPrediction.emotions``)."""
     heads = [getattr(p, "emotion_scores", None) or {} for p in predictions]
@@ -286,7 +287,8 @@ def opinion_emotions(predictions: Sequence[Any], emotion_text: str) -> list[str]
     if not trained:
         return cues.emotions(emotion_text)
     found = {e for p in predictions for e in getattr(p, "emotions", ())}
-    found |= {e for e in cues.emotions(emotion_text) if e not in trained}
+    read_by_cues = {e for p in predictions for e in getattr(p, "emotion_cues", ())}
+    found |= {e for e in cues.emotions(emotion_text) if e in read_by_cues}
     return [e for e in cues.EMOTIONS if e in found]
 
 

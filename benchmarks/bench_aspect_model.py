@@ -72,6 +72,7 @@ from extractor_sets import (  # noqa: E402
     demo_emotions_section,
     dmaste_unseen_section,
     goemotions_section,
+    polar_figures,
     strength_section,
 )
 
@@ -309,24 +310,8 @@ def rated_entities() -> list[RegistryEntity]:
 
 
 # -------------------------------------------------------------------------------------------------- figures
-def two_way(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
-    """Accuracy on gold positive/negative (neutral is a miss), neutral share, committed precision, macro-F1 over the
-    two polar classes, and the majority baseline."""
-    committed = pred != NEU
-    f1 = []
-    for c in (POS, NEG):
-        tp = float(((pred == c) & (gold == c)).sum())
-        fp = float(((pred == c) & (gold != c)).sum())
-        fn = float(((pred != c) & (gold == c)).sum())
-        f1.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return {
-        "n": len(gold),
-        "acc": float((pred == gold).mean()),
-        "neutral": float((~committed).mean()),
-        "precision": float((pred[committed] == gold[committed]).mean()) if committed.any() else float("nan"),
-        "macro_f1": float(np.mean(f1)),
-        "majority": float(max((gold == POS).mean(), (gold == NEG).mean())),
-    }
+# 2-way accuracy (neutral a miss), neutral share, committed precision, macro-F1 and the majority baseline
+two_way = polar_figures
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -403,6 +404,22 @@ def run_command(ctx: click.Context, domains: tuple[str, ...], selection: str, wa
 
 
 @contextmanager
+def _built_domain(domain: str) -> Iterator[Any]:
+    """A read-only warehouse connection for a command that lists what a built domain holds (entities, scopes); one
+    clear line when the domain or its warehouse does not exist yet."""
+    import duckdb
+
+    check_configuration(pipeline=False)
+    _existing_domain(domain)
+    check_warehouse_readable()
+    warehouse = settings.warehouse_path()
+    if not warehouse.exists():
+        raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run --domain {domain}` first")
+    with _reading_index(domain), duckdb.connect(str(warehouse), read_only=True) as conn:
+        yield conn
+
+
+@contextmanager
 def _reading_index(domain: str) -> Iterator[None]:
     """Turn what reading a domain's index can meet into one clear line each: an index not built yet, bad arguments,
     and a writer holding the warehouse or a vector collection (named, when it is an oprag run, so the user knows
@@ -652,18 +669,10 @@ def ask_command(
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def entities_command(domain: str, scope: str | None, as_json: bool) -> None:
     """The entities one can ask a domain about: tier path, mentions, sentiment mix, aliases; most mentioned first."""
-    import duckdb
-
     from oprag_pipeline.generate.scope import resolve_scope
     from oprag_pipeline.registry.listing import list_entities, render_entities
 
-    check_configuration(pipeline=False)
-    _existing_domain(domain)
-    check_warehouse_readable()
-    warehouse = settings.warehouse_path()
-    if not warehouse.exists():
-        raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run --domain {domain}` first")
-    with _reading_index(domain), duckdb.connect(str(warehouse), read_only=True) as conn:
+    with _built_domain(domain) as conn:
         if scope is not None:
             try:
                 scope = resolve_scope(conn, domain, scope)  # its stored spelling, or an error naming some scopes
@@ -703,17 +712,9 @@ def _resolved_scope(warehouse: Path, domain: str, scope: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def scopes_command(domain: str, as_json: bool) -> None:
     """What the domain's documents are about (their entity_scope: products, hotels), with document counts."""
-    import duckdb
-
     from oprag_pipeline.generate.scope import domain_scopes
 
-    check_configuration(pipeline=False)
-    _existing_domain(domain)
-    check_warehouse_readable()
-    warehouse = settings.warehouse_path()
-    if not warehouse.exists():
-        raise click.ClickException(f"no warehouse at {warehouse}: run `oprag run --domain {domain}` first")
-    with _reading_index(domain), duckdb.connect(str(warehouse), read_only=True) as conn:
+    with _built_domain(domain) as conn:
         rows = domain_scopes(conn, domain)
     if as_json:
         click.echo(json.dumps([vars(r) for r in rows], indent=2, ensure_ascii=False))

@@ -258,6 +258,7 @@ def test_query_command_fair_mode_and_its_weight(data_dir: Path, monkeypatch: pyt
 
     monkeypatch.delenv("QDRANT_URL", raising=False)
     monkeypatch.setenv("DAGSTER_HOME", str(data_dir.parent / "dagster_home"))
+    (data_dir / "raw" / "hotels").mkdir(parents=True, exist_ok=True)  # the commands know a domain by its folder
     docs = [(f"f{n}", f"account{n % 3}", text) for n, text in enumerate(FLOOD)]
     docs += [(f"g{n}", f"guest{n}", text) for n, text in enumerate(OTHERS)]
     with duckdb.connect(str(data_dir / "warehouse.duckdb")) as conn:

@@ -311,7 +311,8 @@ def test_the_page_shows_each_quote_once_and_names_plain_rag_passages() -> None:
         assert "unlabelled" not in page
     plain = compose_offline(battery_context("raw"))
     page = answer_panel("answer", AskResult(plain, battery_context("raw")))
-    assert page.count(PLAIN_QUOTES_HEADING.capitalize()) == 1  # on the page; the text stays blind for the judge
+    # on the page, as a heading (its first letter capitalised); the answer text itself stays blind for the judge
+    assert page.count(PLAIN_QUOTES_HEADING[0].upper() + PLAIN_QUOTES_HEADING[1:]) == 1
     assert "plain" not in plain.text.lower()
     # quotes an LLM lists beside its prose (not in it) are shown once, under a heading that says what they are
     listed = dataclasses.replace(plain, text="Mixed views.", quotes=[*plain.quotes, plain.quotes[0]])

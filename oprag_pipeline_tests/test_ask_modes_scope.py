@@ -17,6 +17,7 @@ from dagster import AssetSelection, DagsterInstance
 from oprag_pipeline.cli import main
 from oprag_pipeline.generate.api import ASK_MODES, ask
 from oprag_pipeline_tests.conftest import materialize_domain
+from oprag_pipeline_tests.serving import serving
 
 # End-to-end: a pipeline run up to the index (a minute or two); the fast tier is `-m "not slow"`.
 pytestmark = pytest.mark.slow
@@ -164,29 +165,8 @@ SCREENSHOTS = Path(__file__).resolve().parents[1] / "data" / "screenshots"
 
 @pytest.fixture(scope="module")
 def served(scoped_domain: Path) -> Iterator[str]:
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
-    from oprag_pipeline.generate.web import create_app
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(scoped_domain), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(scoped_domain) as url:
+        yield url
 
 
 def test_the_page_offers_examples_scopes_and_modes_and_shows_both_answers_side_by_side(served: str) -> None:

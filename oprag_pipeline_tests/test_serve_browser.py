@@ -4,9 +4,6 @@ domain through the form and see both answers, the distribution chart and each qu
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +11,7 @@ import duckdb
 import pytest
 
 from oprag_pipeline_tests.conftest import GENERATION_DOMAIN as DOMAIN
+from oprag_pipeline_tests.serving import serving
 
 # End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
 pytestmark = pytest.mark.slow
@@ -21,32 +19,11 @@ pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(generation_demo) -> Iterator[tuple[str, Path]]:
-    import uvicorn
-
-    from oprag_pipeline.generate.web import create_app
-
     data_dir, _ = generation_demo
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(data_dir), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{port}", data_dir
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(data_dir) as url:
+        yield url, data_dir
 
 
 @pytest.fixture(scope="module")

@@ -314,7 +314,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from oprag_pipeline.runner import writer_lock
+    from oprag_pipeline.locks import writer_lock
     with writer_lock(Path(sys.argv[1])):
         (Path(sys.argv[1]) / "held").write_text("1")
         time.sleep(120)

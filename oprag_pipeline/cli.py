@@ -188,7 +188,7 @@ def _runnable_domains(domains: tuple[str, ...]) -> list[str]:
 @contextmanager
 def _writing(wait: bool):
     """The data directory's writer lock around a command that writes, and abandoned runs marked failed."""
-    from oprag_pipeline.runner import WriterBusyError, writer_lock
+    from oprag_pipeline.locks import WriterBusyError, writer_lock
 
     try:
         with writer_lock(settings.data_dir(), wait=wait, on_wait=lambda m: click.echo(m, err=True)):
@@ -427,7 +427,7 @@ def _reading_index(domain: str) -> Iterator[None]:
     import duckdb
 
     from oprag_pipeline.index.vector_store import CollectionNotFoundError
-    from oprag_pipeline.runner import writer_busy
+    from oprag_pipeline.locks import writer_busy
 
     def busy(error: BaseException) -> click.ClickException:
         holder = writer_busy(settings.data_dir())

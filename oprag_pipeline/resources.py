@@ -20,6 +20,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, PrivateAttr
 
 from oprag_pipeline import config, settings
+from oprag_pipeline.locks import writer_lock
 
 if TYPE_CHECKING:
     from oprag_pipeline.index.vector_store import CollectionOptions, VectorStore
@@ -52,10 +53,8 @@ class WarehouseResource(DuckDBResource, SQLClient):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """Every run that touches the warehouse (nearly every asset) holds the writer lock of the folder holding it
-        (the data directory, by default; see `runner.writer_lock`), so a run launched by `dagster dev` and one from
+        (the data directory, by default; see `locks.writer_lock`), so a run launched by `dagster dev` and one from
         the CLI wait for each other instead of colliding on the warehouse and the vector shards."""
-        from oprag_pipeline.runner import writer_lock
-
         log = context.log.info if context.log is not None else None
         run = context.dagster_run
         tags = dict(run.tags) if run is not None else {}

@@ -23,8 +23,8 @@ from dagster import DagsterEventType, DagsterInstance
 
 from oprag_pipeline import concurrency
 from oprag_pipeline.demo import generate_demo
+from oprag_pipeline.locks import TAG_HOST, TAG_PID, WriterBusyError, writer_lock
 from oprag_pipeline.resources import build_resources
-from oprag_pipeline.runner import TAG_HOST, TAG_PID, WriterBusyError, writer_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = "hotels"
@@ -314,7 +314,7 @@ def test_a_step_runs_under_the_hold_of_the_process_that_launched_its_run(tmp_pat
     the run's tags and run under that hold; any other run's steps still wait (here: refuse)."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from oprag_pipeline.runner import writer_lock\n"
+         "import sys, time; from pathlib import Path; from oprag_pipeline.locks import writer_lock\n"
          "with writer_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(120)", str(tmp_path)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

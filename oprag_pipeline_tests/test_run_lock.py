@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 from dagster import DagsterInstance, DagsterRunStatus
 
-from oprag_pipeline import runner
+from oprag_pipeline import locks
 from oprag_pipeline.cli import main
-from oprag_pipeline.runner import writer_busy
+from oprag_pipeline.locks import writer_busy
 from oprag_pipeline_tests.conftest import CHECKOUT, write_lines
 
 # End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
@@ -33,7 +33,7 @@ HOLDER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     import duckdb
-    from oprag_pipeline.runner import writer_lock
+    from oprag_pipeline.locks import writer_lock
     data, seconds = Path(sys.argv[1]), float(sys.argv[2])
     with writer_lock(data):
         conn = duckdb.connect(str(data / "warehouse.duckdb")) if len(sys.argv) > 3 else None
@@ -65,15 +65,15 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_busy_lock_names_its_holder(data_dir: Path) -> None:
     holder = hold_lock(data_dir, 30)
     try:
-        assert f"pid {holder.pid}" in (runner.writer_busy(data_dir) or "")
-        with pytest.raises(runner.WriterBusyError, match=f"pid {holder.pid}"), runner.writer_lock(data_dir, wait=False):
+        assert f"pid {holder.pid}" in (locks.writer_busy(data_dir) or "")
+        with pytest.raises(locks.WriterBusyError, match=f"pid {holder.pid}"), locks.writer_lock(data_dir, wait=False):
             pass
     finally:
         holder.kill()
         holder.wait()
     # the OS released the lock with the killed process: nothing stale is left behind
-    assert runner.writer_busy(data_dir) is None
-    with runner.writer_lock(data_dir, wait=False):
+    assert locks.writer_busy(data_dir) is None
+    with locks.writer_lock(data_dir, wait=False):
         pass
 
 
@@ -180,4 +180,4 @@ def test_a_run_launched_by_dagster_waits_for_the_lock_too(data_dir: Path, dagste
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
         finished = conn.execute("SELECT epoch(max(finished_at)) FROM ingest_runs").fetchone()[0]
     assert finished >= released - 1.0
-    assert runner.writer_busy(data_dir) is None  # released when the run ended
+    assert locks.writer_busy(data_dir) is None  # released when the run ended

@@ -49,7 +49,6 @@ SIGMA_SCALE = {
     (Sentiment.negative, Level.medium): -20,
     (Sentiment.negative, Level.high): -30,
 }
-IMPACT_SCALE = {Level.high: 30, Level.medium: 20, Level.low: 10}
 
 
 def sentiment_intensity(sentiment: str, intensity: str) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from oprag_pipeline.schema import Emotion
+from oprag_pipeline.schema import Emotion, EvidenceType
 
 Range = tuple[int, int]
 Spec = str | tuple[Range, Range, Range]
@@ -35,7 +35,7 @@ Implied = tuple[str, Spec]
 SENTIMENTS = ("positive", "neutral", "negative")
 INTENSITIES = ("low", "medium", "high")
 EMOTIONS = tuple(e.value for e in Emotion)  # the closed set of oprag_pipeline/schema.py
-EVIDENCE_TYPES = ("personal_experience", "anecdotal", "data_driven")
+EVIDENCE_TYPES = tuple(e.value for e in EvidenceType)  # the closed set of oprag_pipeline/schema.py
 
 #: The σ-scale of docs/design.md: neutral is 0 whatever the intensity.
 SIGMA = {

@@ -62,7 +62,6 @@ LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
 
 CLS_ID = 101
 SEP_ID = 102
-PAD_ID = 0
 OPEN_MARK = "<"
 CLOSE_MARK = ">"
 

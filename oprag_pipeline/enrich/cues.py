@@ -27,7 +27,6 @@ import numpy as np
 from oprag_pipeline.schema import Emotion
 
 EMOTIONS: tuple[str, ...] = tuple(e.value for e in Emotion)  # the closed set of oprag_pipeline/schema.py
-EVIDENCE_TYPES: tuple[str, ...] = ("personal_experience", "anecdotal", "data_driven")
 
 # Patterns are regexes over lower-cased text, matched on word boundaries. Phrases first (immune to negation).
 _EMOTION_PHRASES: dict[str, tuple[str, ...]] = {

@@ -24,8 +24,6 @@ TABLES = ("extraction_cache", "extraction_cache_opinions")
 `oprag_pipeline/warehouse.py`."""
 OPINION_TABLES = ("opinions", "opinion_review_queue")
 
-CACHE_KEY = ("content_hash", "registry_version", "extractor", "extractor_version")
-
 
 @dataclass(frozen=True)
 class CacheKey:

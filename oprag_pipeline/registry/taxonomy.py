@@ -15,7 +15,6 @@ entities once enough of them accumulate, so a trickle of new documents cannot ch
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -299,10 +298,6 @@ def hierarchical_labels(distances: np.ndarray, height: float) -> np.ndarray:
 
     tree = linkage(squareform(distances, checks=False), method="average")
     return fcluster(tree, t=height, criterion="distance")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:40] or "entity"
 
 
 def _next_number(ids: Sequence[str], prefix: str) -> int:

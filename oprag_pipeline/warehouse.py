@@ -313,11 +313,6 @@ def ensure_tables(conn: duckdb.DuckDBPyConnection, *tables: str) -> None:
                 conn.execute(f'ALTER TABLE {table} ALTER COLUMN "{name}" DROP NOT NULL')
 
 
-def ensure_all(conn: duckdb.DuckDBPyConnection) -> None:
-    """Every declared table, created or migrated."""
-    ensure_tables(conn, *TABLES)
-
-
 Rows = Any
 """What the write helpers accept: a pandas DataFrame, a pyarrow Table, or a sequence of dicts or dataclasses."""
 

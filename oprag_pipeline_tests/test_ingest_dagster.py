@@ -73,7 +73,13 @@ def test_incremental_reports_exactly_what_changed(data_dir: Path, dagster_instan
     assert (second["new"], second["changed"], second["unchanged"], second["removed"]) == (4, 3, 15, 2)
     assert all(c.passed for c in checks)
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as conn:
-        changes = store.changed_doc_ids(conn, "hotels", since_ingest_id=first["ingest_id"])
+        changes = dict(
+            conn.execute(
+                """SELECT change, list(doc_id ORDER BY doc_id) FROM document_changes
+                   WHERE domain = 'hotels' AND ingest_id = ? GROUP BY change""",
+                [second["ingest_id"]],
+            ).fetchall()
+        )
         first_seen = dict(conn.execute("SELECT doc_id, first_ingest_id FROM raw_documents").fetchall())
     assert changes == {
         "new": ["d100", "d101", "d102", "d103"],

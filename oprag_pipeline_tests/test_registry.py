@@ -11,7 +11,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from oprag_pipeline.registry.candidates import Candidate, candidate_key, mine_candidates, normalise_word, phrases_in
+from oprag_pipeline.registry.candidates import (
+    Candidate,
+    candidate_key,
+    mine_candidates,
+    normalise_word,
+    target_mentions,
+)
 from oprag_pipeline.registry.taxonomy import ClusterThresholds, apply_overrides, build_entities, update_registry
 
 # concept axes: 0 front desk, 1 check-in, 2 breakfast, 3 coffee, 4 pool, 5 parking; nearby axes share a tier
@@ -46,6 +52,11 @@ def corpus(pairs: list[tuple[str, int]]) -> list[tuple[str, str]]:
         for i in range(count):
             docs.append((f"{phrase}-{i}", f"The {phrase} was fine. We liked the {phrase}."))
     return docs
+
+
+def phrases_in(text: str) -> list[str]:
+    """The targets mining counts in one text, in order of appearance: the mentions an opinion word relates to."""
+    return [" ".join(m.words) for m in target_mentions(text) if m.opinionated]
 
 
 def test_targets_are_what_opinion_words_relate_to() -> None:
@@ -435,7 +446,6 @@ def test_a_verb_particle_noun_is_one_target_however_it_is_written() -> None:
     """ "Check-in", "check in" and "checkout" are nouns English makes from a verb and a particle; as the subject of a
     copula, after an adjective or at a clause's end they are the target, while after a subject or "to" they are
     the verb ("we could check in"), and an inflected head is no such noun ("checked-in")."""
-    from oprag_pipeline.registry.candidates import target_mentions
 
     def names(text: str) -> list[str]:
         return [" ".join(m.words) for m in target_mentions(text)]

@@ -5,8 +5,8 @@ index makes the per-domain replace (delete, re-insert) several times slower, and
 already guaranteed by the reader, which collapses or quarantines repeated ids, and checked by the `rows_reconcile`
 asset check.
 
-Later stages ask `changed_doc_ids()` what to redo instead of re-deriving it; the diff is computed once here,
-in SQL, where both versions of the domain are side by side.
+The diff against the previous ingest is computed once here, in SQL, where both versions of the domain are side by
+side, and recorded in `document_changes` (one row per new, changed or removed document and ingest).
 """
 
 from __future__ import annotations
@@ -178,20 +178,6 @@ def _insert_quarantine(
         domain=domain,
         ingest_id=ingest_id,
     )
-
-
-def changed_doc_ids(conn: duckdb.DuckDBPyConnection, domain: str, since_ingest_id: int = 0) -> dict[str, list[str]]:
-    """Documents new, changed or removed after `since_ingest_id` (0: since the beginning), for later stages."""
-    rows = conn.execute(
-        """
-        SELECT change, list(DISTINCT doc_id ORDER BY doc_id) FROM (
-            SELECT doc_id, arg_max(change, ingest_id) AS change
-            FROM document_changes WHERE domain = ? AND ingest_id > ? GROUP BY doc_id)
-        GROUP BY change
-        """,
-        [domain, since_ingest_id],
-    ).fetchall()
-    return {change: list(ids) for change, ids in rows}
 
 
 def reconcile(conn: duckdb.DuckDBPyConnection, domain: str) -> list[dict[str, object]]:

@@ -480,11 +480,6 @@ def target_mentions(text: str) -> list[TargetMention]:
     return found
 
 
-def phrases_in(text: str) -> list[str]:
-    """The opinion-target phrases of one text, in order of appearance (noun phrases an opinion word relates to)."""
-    return [" ".join(m.words) for m in target_mentions(text) if m.opinionated]
-
-
 def attribute_mentions(text: str) -> list[tuple[str, str]]:
     """(quality, adjective) for each evaluative adjective in `text` (see `ATTRIBUTES`), in order of appearance."""
     return [(_ATTRIBUTE_OF[w], w) for w in (t.lower() for t in TOKEN.findall(text)) if w in _ATTRIBUTE_OF]

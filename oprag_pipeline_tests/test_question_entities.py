@@ -142,6 +142,8 @@ def test_a_question_that_names_no_entity_is_told_so_first() -> None:
     # it names what it answers instead: the entity most passages are about (ties by id: e2, the support team)
     assert "this answer is about support team instead" in first
     assert answer.entity_ids == ["e2"]
+    # said once: the gaps at the end do not repeat it
+    assert "names no entity" not in answer.text and answer.text.count("most retrieved passages are about") == 1
 
 
 def write_warehouse(root: Path) -> None:

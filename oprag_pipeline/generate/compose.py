@@ -125,7 +125,8 @@ def compose_opinion_aware(context: AnswerContext) -> Answer:
     quotes: list[Quote] = []
     covered: list[str] = []
     quoted = QuoteDeduplicator()  # each quote once in the whole answer, whichever entity or side it came under
-    if not context.named_in_question:
+    if not context.named_in_question and not context.notice:
+        # with a notice the answer already opens with this (`generate.api`); a reader is told once
         gaps.append("The question names no entity of this domain's registry.")
         if context.entities:
             gaps.append(

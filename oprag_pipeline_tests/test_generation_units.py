@@ -262,6 +262,10 @@ def test_sentences_without_an_opinion_of_the_entity_are_not_quoted() -> None:
     mixed = "The battery looked great in the shop. The battery died within a week."
     assert quotable(mixed, BATTERY, "negative")[0].text == "The battery died within a week."
     assert quotable(mixed, BATTERY, "positive")[0].text == "The battery looked great in the shop."
+    # a plain fact that names the entity is no evidence of a side: the evaluation in the side's direction comes first
+    fact_then_praise = "We bought the battery in March. It has been wonderful so far."
+    assert quotable(fact_then_praise, BATTERY, "positive")[0].text == "It has been wonderful so far."
+    assert quotable(fact_then_praise, BATTERY, "neutral")[0].text == "We bought the battery in March."
     for kb in ("enriched", "raw"):
         texts = [q.text for q in compose_offline(battery_context(kb)).quotes]
         assert "The battery dies before lunch every day." in texts  # its opinion, not its introduction

@@ -13,11 +13,13 @@ question asks for an opinion, it does not state one), and
 - it does not name the entity but evaluates and makes a statement ("It broke after a week."): a verbless pleasantry
   ("Thanks in advance.") evaluates nothing the reader asked about.
 
-These are grammar and a general lexicon, not word lists of a domain. Among the quotable sentences of a passage the
-ones that name the entity come first (a reader can see what the quote is about), then those whose tone does not
-contradict the side they are quoted for, then those that evaluate. Across an answer a quote is shown once: a
-sentence whose normalised text equals, or nearly equals, one already chosen (the same review posted twice, a
-template reply repeated) is skipped.
+These are grammar and a general lexicon, not word lists of a domain. Among the quotable sentences of a passage
+quoted for a positive or negative side, those that evaluate in that side's direction come first (a plain fact is no
+evidence of a side), naming the entity first within each rank, and those whose tone contradicts the side come last.
+For the neutral side (or none), the ones that name the entity come first (a reader can see what the quote is
+about), then those whose tone does not contradict the side, then those that evaluate. Across an answer a quote is
+shown once: a sentence whose normalised text equals, or nearly equals, one already chosen (the same review posted
+twice, a template reply repeated) is skipped.
 """
 
 from __future__ import annotations
@@ -121,6 +123,12 @@ def quotable(text: str, entity: RegistryEntity | None, side: str | None = None) 
         if (names and (judged or makes_statement(sentence))) or (judged and makes_statement(sentence)):
             found.append(Candidate(sentence, names, judged, contradicts(sentence, side)))
     # stable sort: text order within a rank
+    if side in ("positive", "negative"):
+        # a quote for a side shows that side: an evaluation in its direction outranks a plain fact that names the
+        # entity ("Stayed 9 nights at the hotel." is no evidence that guests liked it)
+        return sorted(
+            found, key=lambda c: (c.contradicts_side, not (c.evaluative and not c.contradicts_side), not c.names_entity)
+        )
     return sorted(found, key=lambda c: (not c.names_entity, c.contradicts_side, not c.evaluative))
 
 

@@ -8,7 +8,7 @@ few evaluation questions for each pipeline, next to the same run's retrieval alo
 adds to retrieving).
 
     .venv/bin/python benchmarks/bench_generation.py --data-dir DATA_DIR [--domain D ...] [--questions 5]
-        [--screenshot serve.png]
+        [--screenshot serve.png] [--report-screenshot report.png]
 """
 
 from __future__ import annotations
@@ -110,12 +110,28 @@ def screenshot(data_dir: Path, domain: str, question: str, path: Path) -> None:
     print(f"screenshot of oprag serve: {path}")
 
 
+def report_screenshot(data_dir: Path, domain: str, path: Path) -> None:
+    """The report's first screen as a reader opens it (1400 x 900, not the whole page): the verdict and the table of
+    contents must be on it."""
+    from playwright.sync_api import sync_playwright
+
+    report = settings.reports_dir(data_dir) / domain / "report.html"
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(report.resolve().as_uri(), timeout=60_000)
+        page.screenshot(path=str(path))
+        browser.close()
+    print(f"screenshot of the report's first screen: {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--domain", action="append", help="repeatable; default: every domain of the data directory")
     parser.add_argument("--questions", type=int, default=5, help="evaluation questions timed per pipeline")
     parser.add_argument("--screenshot", type=Path, help="write a screenshot of the page for the first domain")
+    parser.add_argument("--report-screenshot", type=Path, help="write the first domain's report's first screen")
     args = parser.parse_args()
     data_dir = (args.data_dir or settings.data_dir()).resolve()
     domains = args.domain or settings.list_domains(data_dir)
@@ -139,6 +155,8 @@ def main() -> None:
                 "SELECT text FROM evaluation_questions WHERE domain = ? ORDER BY question_id LIMIT 1", [domains[0]]
             ).fetchone()
         screenshot(data_dir, domains[0], first[0] if first else "What do people think?", args.screenshot)
+    if args.report_screenshot and domains:
+        report_screenshot(data_dir, domains[0], args.report_screenshot)
 
 
 if __name__ == "__main__":

@@ -154,11 +154,12 @@ def main() -> None:
     os.environ["OPRAG_DATA_DIR"] = str(data)
     os.environ["DAGSTER_HOME"] = str(data / "dagster_home")
 
-    from oprag_pipeline.analysis.flooding import SourcedOpinion, analyse_sources, near_duplicate_clusters
+    from oprag_pipeline.analysis.flooding import analyse_sources
     from oprag_pipeline.analysis.retrieval import bounded_profile
     from oprag_pipeline.index.retrieval import OpinionProfile
     from oprag_pipeline.index.vector_store import open_vector_store
     from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.sources import SourcedOpinion, near_duplicate_clusters
 
     started = time.perf_counter()
     if not args.measure_only:

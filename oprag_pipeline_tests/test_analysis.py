@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from oprag_pipeline import sources
 from oprag_pipeline.analysis import drift, flooding
 from oprag_pipeline.analysis.fairness import Candidate, FairnessTargets, objective, select_fair, total_variation
 from oprag_pipeline.evaluate.metrics import wasserstein1
@@ -225,15 +226,15 @@ def test_planted_shift_found_at_its_time_and_other_entities_flagged_at_the_state
 
 
 def test_concentration_figures_by_hand() -> None:
-    assert flooding.top_author_share({"a": 5, "b": 3, "c": 2}, top=1) == 0.5
-    assert flooding.top_author_share({"a": 5, "b": 3, "c": 2}, top=2) == 0.8
-    assert flooding.effective_sources([1, 1, 1, 1]) == pytest.approx(4.0)
-    assert flooding.effective_sources([2, 1, 1]) == pytest.approx(1 / 0.375)
+    assert sources.top_author_share({"a": 5, "b": 3, "c": 2}, top=1) == 0.5
+    assert sources.top_author_share({"a": 5, "b": 3, "c": 2}, top=2) == 0.8
+    assert sources.effective_sources([1, 1, 1, 1]) == pytest.approx(4.0)
+    assert sources.effective_sources([2, 1, 1]) == pytest.approx(1 / 0.375)
 
 
 def test_shingles_and_near_duplicate_clusters() -> None:
-    assert flooding.shingles("The pool was filthy") == {"the pool was", "pool was filthy"}
-    assert flooding.jaccard({"a", "b"}, {"b", "c"}) == pytest.approx(1 / 3)
+    assert sources.shingles("The pool was filthy") == {"the pool was", "pool was filthy"}
+    assert sources.jaccard({"a", "b"}, {"b", "c"}) == pytest.approx(1 / 3)
     base = "the pool was filthy and closed half the time and the staff did nothing about it all week long"
     texts = {
         "k1": base,
@@ -241,18 +242,18 @@ def test_shingles_and_near_duplicate_clusters() -> None:
         "k3": "breakfast was generous and the coffee was excellent every single morning of our stay",
         "k4": base + " avoid",
     }
-    assert flooding.near_duplicate_clusters(texts) == [["k1", "k2", "k4"]]
+    assert sources.near_duplicate_clusters(texts) == [["k1", "k2", "k4"]]
 
 
 def test_sources_link_authors_and_copies_and_weights_are_bounded() -> None:
     opinions = [
-        flooding.SourcedOpinion("k1", "x", -30),
-        flooding.SourcedOpinion("k2", "x", -30),
-        flooding.SourcedOpinion("k3", "y", 30),
-        flooding.SourcedOpinion("k4", None, 30),
-        flooding.SourcedOpinion("k5", None, 0),
+        sources.SourcedOpinion("k1", "x", -30),
+        sources.SourcedOpinion("k2", "x", -30),
+        sources.SourcedOpinion("k3", "y", 30),
+        sources.SourcedOpinion("k4", None, 30),
+        sources.SourcedOpinion("k5", None, 0),
     ]
-    source_of = flooding.sources(opinions, [["k3", "k4"]])
+    source_of = sources.sources(opinions, [["k3", "k4"]])
     assert source_of["k1"] == source_of["k2"] and source_of["k3"] == source_of["k4"]
     assert len(set(source_of.values())) == 3  # {k1, k2}, {k3, k4}, {k5}
     assert flooding.bounded_weights(source_of, policy="one_vote") == {"k1": 0.5, "k2": 0.5, "k3": 0.5, "k4": 0.5,
@@ -264,8 +265,8 @@ def test_sources_link_authors_and_copies_and_weights_are_bounded() -> None:
 
 def test_bounded_pop_by_hand_and_kept_beside_the_unweighted() -> None:
     # one flooding author with four −30 opinions, two independent authors at +30
-    opinions = [flooding.SourcedOpinion(f"f{i}", "flood", -30) for i in range(4)]
-    opinions += [flooding.SourcedOpinion("a", "a", 30), flooding.SourcedOpinion("b", "b", 30)]
+    opinions = [sources.SourcedOpinion(f"f{i}", "flood", -30) for i in range(4)]
+    opinions += [sources.SourcedOpinion("a", "a", 30), sources.SourcedOpinion("b", "b", 30)]
     result = flooding.analyse_sources("e", "e", opinions, [], policy="one_vote")
     est = result.estimate
     assert est.unweighted[0] == pytest.approx(4 / 6) and est.unweighted[-1] == pytest.approx(2 / 6)

@@ -17,6 +17,7 @@ from oprag_pipeline.index.query import run_query
 from oprag_pipeline.index.retrieval import ALL_MODES, FAIR, Retriever
 from oprag_pipeline.index.vector_store import EdgeVectorStore, IndexPoint, point_uuid
 from oprag_pipeline.ingest.store import ensure_tables as ensure_ingest_tables
+from oprag_pipeline.sources import top_author_share
 
 # --- pure functions -------------------------------------------------------------------------------------------
 
@@ -79,7 +80,7 @@ def test_concentration_of_hits() -> None:
     even = fairness.concentration(list("abcde"))
     assert even.effective == pytest.approx(5.0) and even.top_share == 1.0
     assert fairness.concentration([]).items == 0
-    assert fairness.top_author_share({"a": 5, "b": 3, "c": 2}, top=1) == 0.5
+    assert top_author_share({"a": 5, "b": 3, "c": 2}, top=1) == 0.5
 
 
 def test_source_key_and_map_from_the_warehouse(tmp_path: Path) -> None:

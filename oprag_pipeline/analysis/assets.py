@@ -22,7 +22,7 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from oprag_pipeline import settings
+from oprag_pipeline import settings, sources
 from oprag_pipeline.analysis import drift, fairness, flooding, plots
 from oprag_pipeline.analysis.report import save_section
 from oprag_pipeline.analysis.retrieval import author_group_shares, dated_scores, fair_search
@@ -186,8 +186,8 @@ def opinion_timelines(
 class SourceConcentrationConfig(Config):
     policy: str = Field(default="one_vote", description="one_vote (per source and entity) or cap.")
     cap: int = Field(default=3, description="With policy=cap: most opinions' weight one source may carry.")
-    top_authors: int = Field(default=flooding.DEFAULT_TOP_AUTHORS, description="Top authors in the share figure.")
-    jaccard: float = Field(default=flooding.DEFAULT_JACCARD, description="Near-duplicate threshold (3-shingles).")
+    top_authors: int = Field(default=sources.DEFAULT_TOP_AUTHORS, description="Top authors in the share figure.")
+    jaccard: float = Field(default=sources.DEFAULT_JACCARD, description="Near-duplicate threshold (3-shingles).")
     min_mentions: int = Field(default=5, description="Least opinions an entity needs to be analysed.")
 
 
@@ -223,12 +223,12 @@ def source_concentration(
                 [domain, domain],
             ).fetchall()
         )
-        clusters = flooding.near_duplicate_clusters(texts, threshold=config.jaccard)
-        by_entity: dict[str, list[flooding.SourcedOpinion]] = defaultdict(list)
+        clusters = sources.near_duplicate_clusters(texts, threshold=config.jaccard)
+        by_entity: dict[str, list[sources.SourcedOpinion]] = defaultdict(list)
         names: dict[str, str] = {}
         for entity_id, name, doc_id, author_id, sigma in rows:
             names[entity_id] = name
-            by_entity[entity_id].append(flooding.SourcedOpinion(doc_id, author_id, int(sigma)))
+            by_entity[entity_id].append(sources.SourcedOpinion(doc_id, author_id, int(sigma)))
         results = [
             flooding.analyse_sources(
                 e, names[e], ops, clusters, policy=config.policy, cap=config.cap, top=config.top_authors

@@ -8,15 +8,14 @@ the same author or by near-duplicate text; each source's weight is then bounded 
 c opinions' worth), and the bounded estimate is reported *beside* the unweighted one, never instead of it.
 
 Near duplicates are found on the documents' text with word 3-shingles and MinHash LSH (datasketch), every
-candidate pair then checked by its exact Jaccard similarity. Text rather than the dense vectors in Qdrant: the
-vector store's interface returns payloads, not vectors, and dense similarity of short reviews is high for any two
-texts about the same thing ("breakfast was great" vs "breakfast was awful" share most of their embedding), while
-shingle overlap is high only for copies.
+candidate pair then checked by its exact Jaccard similarity (`oprag_pipeline/sources.py`, shared with source-fair
+retrieval). Text rather than the dense vectors in Qdrant: the vector store's interface returns payloads, not
+vectors, and dense similarity of short reviews is high for any two texts about the same thing ("breakfast was
+great" vs "breakfast was awful" share most of their embedding), while shingle overlap is high only for copies.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,110 +23,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from oprag_pipeline.analysis.drift import level_counts, rescaled_counts, w1_counts
-from oprag_pipeline.index.fairness import DEFAULT_TOP_AUTHORS, effective_sources, source_key, top_author_share
+from oprag_pipeline.sources import (
+    DEFAULT_JACCARD,
+    DEFAULT_TOP_AUTHORS,
+    SourcedOpinion,
+    effective_sources,
+    source_key,
+    sources,
+    top_author_share,
+)
 
-_WORD = re.compile(r"[a-z0-9']+")
-# Why 3-word shingles: single words are shared by any two texts on a topic; 3-grams are shared mostly by copied
-# phrasing, and a text of 20 words still has 18 of them.
-SHINGLE_WORDS = 3
-# Why 0.6: a reposted text with a few words changed ("the front desk" → "reception", an added sentence) keeps
-# well over 60% of its 3-shingles; two independently written texts rarely share 20%.
-DEFAULT_JACCARD = 0.6
-# Why 128 permutations: the MinHash estimate's standard error is about 1/sqrt(128) ≈ 0.09, enough to propose
-# candidate pairs around 0.6; every proposed pair is verified exactly, so the estimate never decides alone.
-NUM_PERM = 128
 POLICIES = ("one_vote", "cap")
-
-
-def shingles(text: str, size: int = SHINGLE_WORDS) -> set[str]:
-    """Word n-grams of the lower-cased text; a text shorter than n words is one shingle (itself)."""
-    words = _WORD.findall(text.lower())
-    if len(words) < size:
-        return {" ".join(words)} if words else set()
-    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
-
-
-def jaccard(a: set[str], b: set[str]) -> float:
-    if not a and not b:
-        return 0.0
-    return len(a & b) / len(a | b)
-
-
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, x: str) -> str:
-        self.parent.setdefault(x, x)
-        while self.parent[x] != x:
-            self.parent[x] = self.parent[self.parent[x]]
-            x = self.parent[x]
-        return x
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)  # the smaller key names the group: deterministic
-
-
-def near_duplicate_clusters(
-    texts: Mapping[str, str], *, threshold: float = DEFAULT_JACCARD, seed: int = 1
-) -> list[list[str]]:
-    """Groups (of ≥ 2 keys) whose texts are near-identical: single-linkage over pairs with Jaccard ≥ threshold.
-
-    Sorted by size then first key, each group's keys sorted, so the output does not depend on dict order.
-    """
-    from datasketch import MinHash, MinHashLSH
-
-    sets = {key: shingles(text) for key, text in texts.items()}
-    sets = {key: s for key, s in sets.items() if s}
-    lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
-    hashes = {}
-    for key in sorted(sets):
-        m = MinHash(num_perm=NUM_PERM, seed=seed)
-        m.update_batch([s.encode("utf-8") for s in sets[key]])
-        hashes[key] = m
-        lsh.insert(key, m)
-    groups = _UnionFind()
-    for key in sorted(sets):
-        for other in lsh.query(hashes[key]):
-            if other > key and jaccard(sets[key], sets[other]) >= threshold:
-                groups.union(key, other)
-    members: dict[str, list[str]] = {}
-    for key in sorted(sets):
-        members.setdefault(groups.find(key), []).append(key)
-    return sorted((m for m in members.values() if len(m) > 1), key=lambda m: (-len(m), m[0]))
-
-
-@dataclass(frozen=True)
-class SourcedOpinion:
-    """One opinion on the entity: its key (the document), its author (None if unknown) and its σ-score."""
-
-    key: str
-    author_id: str | None
-    sentiment_intensity: int
-
-
-def sources(opinions: Sequence[SourcedOpinion], clusters: Sequence[Sequence[str]]) -> dict[str, str]:
-    """Source id of each opinion: connected groups linked by a shared author or by a near-duplicate cluster.
-
-    An opinion with no author and no near duplicate is its own source (nothing says it came from anyone else).
-    """
-    groups = _UnionFind()
-    by_author: dict[str, str] = {}
-    for o in opinions:
-        groups.find(o.key)
-        if o.author_id:
-            if o.author_id in by_author:
-                groups.union(by_author[o.author_id], o.key)
-            else:
-                by_author[o.author_id] = o.key
-    keys = {o.key for o in opinions}
-    for cluster in clusters:
-        inside = [k for k in cluster if k in keys]
-        for k in inside[1:]:
-            groups.union(inside[0], k)
-    return {o.key: groups.find(o.key) for o in opinions}
 
 
 def bounded_weights(source_of: Mapping[str, str], *, policy: str = "one_vote", cap: int = 3) -> dict[str, float]:

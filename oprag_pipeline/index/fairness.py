@@ -7,7 +7,7 @@ the corpus and bounds each source's weight in P_pop; this module does the same f
 
 A *source* of a hit is its document's author (`raw_documents.author_id`); a document without an author is its own
 source (nothing says it came from anyone else), named `doc:<doc_id>` as in the flood analysis. As there, texts that
-are near-identical (word 3-shingle Jaccard ≥ 0.6, `flooding.near_duplicate_clusters`) join one source with every
+are near-identical (word 3-shingle Jaccard ≥ 0.6, `sources.near_duplicate_clusters`) join one source with every
 hit of their authors: a complaint pasted from five accounts is one voice. Near duplicates are looked for among the
 candidates only (a few dozen texts per query), not the whole corpus.
 
@@ -35,16 +35,19 @@ from dataclasses import dataclass
 import duckdb
 
 from oprag_pipeline.index.diversify import Candidate, relevance_order
+from oprag_pipeline.sources import (
+    DEFAULT_TOP_AUTHORS,
+    SourcedOpinion,
+    effective_sources,
+    near_duplicate_clusters,
+    source_key,
+    sources,
+    top_author_share,
+)
 
-DEFAULT_TOP_AUTHORS = 5
 DEFAULT_FAIR_WEIGHT = 0.5
 """The knob's midpoint (about √k hits per source); not tuned on any corpus."""
 FAIR_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-def source_key(doc_id: str, author_id: str | None) -> str:
-    """The source of a document: its author, or the document itself when the author is unknown."""
-    return author_id or f"doc:{doc_id}"
 
 
 def source_map(conn: duckdb.DuckDBPyConnection, domain: str, doc_ids: Sequence[str] | None = None) -> dict[str, str]:
@@ -62,26 +65,8 @@ def merge_near_duplicates(source_of: Mapping[str, str], texts: Mapping[str, str]
     """key → source, where keys whose texts are near-identical share one source with every key of their sources
     (the flood analysis's `sources` rule: connected groups linked by author or by near-duplicate text). A source
     is then named by its smallest member key, so the result does not depend on the order of the keys."""
-    from oprag_pipeline.analysis.flooding import SourcedOpinion, near_duplicate_clusters, sources
-
     clusters = near_duplicate_clusters({key: texts[key] for key in source_of if key in texts})
     return sources([SourcedOpinion(key, author, 0) for key, author in source_of.items()], clusters)
-
-
-def top_author_share(author_counts: Mapping[str, int], top: int = DEFAULT_TOP_AUTHORS) -> float:
-    """Share of the opinions (or hits) written by the `top` most prolific authors (0 when there are none)."""
-    total = sum(author_counts.values())
-    if total == 0:
-        return 0.0
-    return sum(sorted(author_counts.values(), reverse=True)[:top]) / total
-
-
-def effective_sources(counts: Sequence[int]) -> float:
-    """Inverse Herfindahl index 1 / Σ s²: how many equal sources the mix is worth (n for n equal sources)."""
-    total = sum(counts)
-    if total == 0:
-        return 0.0
-    return 1.0 / sum((c / total) ** 2 for c in counts)
 
 
 @dataclass(frozen=True)

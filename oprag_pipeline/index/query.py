@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from oprag_pipeline.enrich.documents import own_words
-from oprag_pipeline.index.fairness import concentration, source_key, source_map
+from oprag_pipeline.index.fairness import concentration, source_map
 from oprag_pipeline.index.retrieval import (
     DIVERSIFIED,
     FAIR,
@@ -21,6 +21,7 @@ from oprag_pipeline.index.retrieval import (
     attach_opinions,
 )
 from oprag_pipeline.index.vector_store import RRF_K
+from oprag_pipeline.sources import source_key
 
 SENTIMENTS = ("positive", "neutral", "negative")
 BAR_WIDTH = 30

@@ -794,6 +794,10 @@ class _LLMExtractor:
         """An estimate from list prices (see llm_models.toml); not a bill. None: the model's price is unknown."""
         return None if self.price is None else self.price.cost(input_tokens, output_tokens)
 
+    def user_prompt(self, document: DocumentInput) -> str:
+        """The user message extraction sends for `document` (its text cut at `max_document_chars`)."""
+        return render_user_prompt(document, self.max_document_chars)
+
     # -- provider hooks ------------------------------------------------------------------------------------------
 
     def _answer_instruction(self) -> str:

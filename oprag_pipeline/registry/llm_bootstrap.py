@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from oprag_pipeline.registry.candidates import DETERMINERS, Candidate, candidate_key
 from oprag_pipeline.registry.matching import locate_phrase
-from oprag_pipeline.schema import rounded_cost
+from oprag_pipeline.schema import DocumentInput, rounded_cost
 
 MAX_TARGETS = 20
 MAX_TARGET_CHARS = 80
@@ -162,10 +162,8 @@ def bootstrap_candidates(
     limit: int = 300,
 ) -> BootstrapResult:
     """Candidates from `client`'s extraction of `(doc_id, text)` documents; `client` is an LLM extractor of
-    `enrich.llm` (its `ask`, `max_concurrency`, `max_document_chars` and `estimated_cost_usd`)."""
-    from oprag_pipeline.enrich.llm import render_user_prompt
-    from oprag_pipeline.schema import DocumentInput
-
+    `enrich.llm` (its `user_prompt`, `ask`, `max_concurrency`, `max_document_chars` and `estimated_cost_usd`),
+    handed in by the asset, so this module imports nothing of the enrich stage."""
     docs = [(doc_id, text) for doc_id, text in documents if text and text.strip()]
     result = BootstrapResult(candidates=[], documents=len(docs))
     if not docs:
@@ -176,7 +174,7 @@ def bootstrap_candidates(
 
     def work(doc: tuple[str, str]) -> None:
         doc_id, text = doc
-        user = render_user_prompt(DocumentInput(doc_id, text, ""), client.max_document_chars)
+        user = client.user_prompt(DocumentInput(doc_id, text, ""))
         try:
             answer, n_in, n_out = client.ask(
                 SYSTEM_PROMPT, user, TargetExtraction, label=f"registry sample document {doc_id}", abort=abort

@@ -86,7 +86,7 @@ def check_qdrant_reachable() -> None:
         return
     from qdrant_client import QdrantClient
 
-    from oprag_pipeline.index.vector_store import _redact_url
+    from oprag_pipeline.index.vector_store import redact_url as _redact_url
 
     try:
         client = QdrantClient(url=url, api_key=env_config.secret("QDRANT_API_KEY"), timeout=5)

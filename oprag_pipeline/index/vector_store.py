@@ -397,7 +397,7 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield batch
 
 
-def _redact_url(url: str) -> str:
+def redact_url(url: str) -> str:
     """The URL without user-info or query string, for logs (a key can hide in either)."""
     parts = urlsplit(url)
     netloc = parts.hostname or ""
@@ -1003,7 +1003,7 @@ def open_vector_store(
         from qdrant_client import QdrantClient
 
         api_key = api_key or config.secret("QDRANT_API_KEY")
-        logger.info("vector store: Qdrant server at %s (api key %s)", _redact_url(url), "set" if api_key else "unset")
+        logger.info("vector store: Qdrant server at %s (api key %s)", redact_url(url), "set" if api_key else "unset")
         # 60 s rather than the client's 5 s default: `wait=True` writes and payload-index builds on a large
         # collection legitimately take longer than that.
         return ClientVectorStore(QdrantClient(url=url, api_key=api_key, timeout=60), options)

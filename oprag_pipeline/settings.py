@@ -2,11 +2,17 @@
 
 Every path is resolved from the environment at call time (not import time) so that tests, the CLI and
 `dagster dev` can each point the same code at a different data directory without reloading modules.
+
+Run from a checkout, the data directory and the SQL models are the checkout's `data/` and `dbt_like_sql/`. Installed
+from a wheel (`pip install .`), there is no checkout: the data directory is `./data` of the current working folder
+and the SQL models are the copy shipped inside the package (`oprag_pipeline/dbt_like_sql/`, found with
+`importlib.resources`). `OPRAG_DATA_DIR` and `OPRAG_SQL_DIR` override both.
 """
 
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 
 from oprag_pipeline import config
@@ -29,13 +35,29 @@ DOMAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 DOMAIN_NAME_RULE = "ASCII letters, digits, '-' and '_', starting with a letter or digit, at most 64 characters"
 
 
+SQL_MODELS_FOLDER = "dbt_like_sql"
+"""The SQL models' folder: at the top of the checkout, and (through the symbolic link
+`oprag_pipeline/dbt_like_sql`, which the wheel's package data follows) inside the installed package."""
+
+
+def checkout_root() -> Path | None:
+    """The checkout the package runs from (the folder holding `pyproject.toml` and `dbt_like_sql/` next to
+    `oprag_pipeline/`), or None when the package is installed (a wheel in site-packages)."""
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / SQL_MODELS_FOLDER).is_dir():
+        return root
+    return None
+
+
 def project_root() -> Path:
-    """The checkout root: the folder that holds `pyproject.toml`."""
-    return Path(__file__).resolve().parent.parent
+    """The checkout root; installed from a wheel, the current working folder, which then plays its part (it holds
+    `data/` and `registry_overrides/`)."""
+    return checkout_root() or Path.cwd()
 
 
 def data_dir() -> Path:
-    """`OPRAG_DATA_DIR`, else `data/` in the checkout."""
+    """`OPRAG_DATA_DIR` if set, else `data/` in the checkout; installed from a wheel (no checkout), `./data` of the
+    current working folder."""
     return config.value(DATA_DIR_ENV) or project_root() / "data"
 
 
@@ -58,8 +80,15 @@ def warehouse_path(base: Path | None = None) -> Path:
 
 
 def sql_models_dir() -> Path:
-    """`OPRAG_SQL_DIR`, else `dbt_like_sql/` in the checkout: the SQL models of the evaluation marts."""
-    return config.value(SQL_DIR_ENV) or project_root() / "dbt_like_sql"
+    """The SQL models of the evaluation marts: `OPRAG_SQL_DIR` if set, else `dbt_like_sql/` in the checkout; installed
+    from a wheel, the copy in the package (`importlib.resources`: `oprag_pipeline/dbt_like_sql/` in site-packages)."""
+    configured = config.value(SQL_DIR_ENV)
+    if configured:
+        return configured
+    root = checkout_root()
+    if root is not None:
+        return root / SQL_MODELS_FOLDER
+    return Path(str(resources.files("oprag_pipeline") / SQL_MODELS_FOLDER))
 
 
 def reports_dir(base: Path | None = None) -> Path:

@@ -17,8 +17,9 @@ Design choices:
 - Author assignment is done once per domain up front (a shuffled list of author ids with planned review counts),
   so `author_reviewer_experience` is *derivable* from how many reviews an author has in the corpus. That list is
   the only O(docs) structure held in memory (~8 bytes per document); texts and truth are streamed to disk.
-- Text realism lives in `phrases.py`; this module only composes: evidence prefixes, frames or implied facts,
-  emotions and impact sentences, joins of two opinions in one sentence, filler, typos.
+- Text realism lives in the phrase banks (`banks/*.json`, loaded by `phrases.py`); this module only composes: evidence
+  prefixes, frames or implied facts, emotions and impact sentences, joins of two opinions in one sentence, filler,
+  typos.
 """
 
 from __future__ import annotations

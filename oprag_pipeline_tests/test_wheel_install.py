@@ -99,6 +99,15 @@ def test_a_wheel_installed_in_a_fresh_virtualenv_finds_its_sql_models_and_data_d
     assert Path(found["data_dir"]) == elsewhere.resolve() / "data"
     assert Path(found["warehouse"]) == elsewhere.resolve() / "data" / "warehouse.duckdb"
 
+    # every file of the package the checkout tracks is installed: a data file that package-data misses fails here
+    tracked = subprocess.run(
+        ["git", "ls-files", "oprag_pipeline"], cwd=CHECKOUT, capture_output=True, text=True, check=False
+    )
+    if tracked.returncode == 0:
+        wanted = {name for name in tracked.stdout.splitlines() if (CHECKOUT / name).is_file()}
+        installed = {p.relative_to(site_packages).as_posix() for p in (site_packages / "oprag_pipeline").rglob("*")}
+        assert not wanted - installed, sorted(wanted - installed)
+
     usage = _run([venv / "bin" / "oprag", "--help"], elsewhere, env)
     assert usage.startswith("Usage: oprag")
     assert not any(elsewhere.iterdir()), "nothing is written to the working folder by --help or loading definitions"

@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter, because this test process has long since
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -59,3 +60,72 @@ def test_the_warehouse_module_loads_no_stage() -> None:
     assert "oprag_pipeline.warehouse" in loaded
     offenders = [m for m in loaded if m.startswith("oprag_pipeline.") and m.split(".")[1] in STAGES]
     assert not offenders, f"oprag_pipeline.warehouse pulled in stage modules: {offenders[:5]}"
+
+
+# --- the import graph read from the source (benchmarks/import_graph.py), imports inside functions included ----------
+
+IMPORT_GRAPH = REPO / "benchmarks" / "import_graph.py"
+
+
+def _import_graph_module():
+    """`benchmarks/import_graph.py`, loaded from its file as `test_benchmarks_import.py` loads every benchmark."""
+    name = "_oprag_benchmark_import_graph"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, IMPORT_GRAPH)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_the_package_has_no_import_cycle_counting_imports_inside_functions() -> None:
+    graph_module = _import_graph_module()
+    graph = graph_module.import_graph()
+    assert sum(e.nested for edges in graph.values() for e in edges) > 0  # the imports inside functions are read
+    found = graph_module.cycles(graph)
+    described = [
+        f"{e.source}:{e.line} -> {e.target}" for component in found for e in graph_module.cycle_edges(graph, component)
+    ]
+    assert not found, f"import cycles: {found}; their imports: {described}"
+
+
+def test_the_graph_sees_a_cycle_closed_inside_a_function(tmp_path: Path) -> None:
+    """The check is not vacuous: a cycle whose closing import runs only when a function is called is found, and a
+    `TYPE_CHECKING` import (never executed) is not an edge."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "low.py").write_text("def late():\n    from pkg import high\n    return high\n")
+    (package / "high.py").write_text("from pkg.low import late\n")
+    (package / "typed.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import high\n")
+    (package / "other.py").write_text("from . import typed\n")
+    graph_module = _import_graph_module()
+    graph = graph_module.import_graph(tmp_path, "pkg")
+    assert graph_module.cycles(graph) == [["pkg.high", "pkg.low"]]
+    assert [e.target for e in graph["pkg.typed"]] == []
+    assert [e.target for e in graph["pkg.other"]] == ["pkg.typed"]
+    typed = graph_module.import_graph(tmp_path, "pkg", type_checking=True)["pkg.typed"]
+    assert [e.target for e in typed] == ["pkg.high"]
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported"),
+    [
+        ("oprag_pipeline.resources", "oprag_pipeline.runner"),  # the writer lock lives in `locks`
+        ("oprag_pipeline.locks", "oprag_pipeline."),
+        ("oprag_pipeline.sources", "oprag_pipeline."),  # source grouping, shared by fairness and flooding
+        ("oprag_pipeline.index.", "oprag_pipeline.analysis."),
+        ("oprag_pipeline.registry.", "oprag_pipeline.enrich."),  # the registry runs before the extraction
+    ],
+)
+def test_no_backward_import_anywhere_in_a_module(importer: str, imported: str) -> None:
+    graph = _import_graph_module().import_graph()
+    backward = [
+        f"{e.source}:{e.line} -> {e.target}"
+        for module, edges in graph.items()
+        if module == importer or module.startswith(importer)
+        for e in edges
+        if e.target == imported or e.target.startswith(imported)
+    ]
+    assert not backward, f"backward imports: {backward}"

@@ -56,6 +56,8 @@ EXPLICIT = [
     (span("This cheese tasted stale and bitter.", "cheese"), "negative"),
     (span("The app crashes every time I open it.", "app"), "negative"),
 ]
+
+
 def test_explicit_opinions_are_not_called_neutral(model: AspectSentimentModel) -> None:
     predictions = model.predict([item for item, _ in EXPLICIT])
     assert [p.sentiment for p in predictions] == [label for _, label in EXPLICIT]

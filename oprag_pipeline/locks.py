@@ -6,7 +6,8 @@ never leaves it stuck); a step's process whose ancestor holds it (the multiproce
 that hold, as does a step whose run was launched by the holder (its `oprag/pid` and `oprag/host` tags). A second run
 waits for it, or refuses, and says who holds it; a query probes it to tell "busy" from "broken".
 
-It sits below `resources` and `runner`, both of which take it, and imports no other module of the pipeline.
+It sits below `resources` (whose warehouse resource takes it for every run), `runner` (which tags runs with the
+holder's pid and host) and the CLI, and imports no other module of the pipeline.
 """
 
 from __future__ import annotations

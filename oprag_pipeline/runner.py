@@ -181,7 +181,7 @@ def materialize_domains(
 ) -> Iterator[DomainOutcome]:
     """Run the selected assets for each domain in turn, yielding as each domain finishes.
 
-    The caller holds the writer lock (see `writer_lock`); runs are tagged with this process and data directory so
+    The caller holds the writer lock (see `locks.writer_lock`); runs are tagged with this process and data directory so
     that a later run can tell an abandoned run from a live one. `tracebacks=False` logs failed steps as one line.
     """
     from oprag_pipeline import settings

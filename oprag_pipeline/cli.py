@@ -629,7 +629,7 @@ def ask_command(
     """Answer QUESTION from a domain: the spread of views with shares from the corpus, quotes from every side."""
     if fair_weight is not None and mode != "fair":
         raise click.UsageError("--fair-weight applies to --mode fair only")
-    from oprag_pipeline.enrich.llm import MissingCredentialsError
+    from oprag_pipeline.enrich.llm.transport import MissingCredentialsError
     from oprag_pipeline.schema import cost_label
 
     check_configuration(pipeline=False)

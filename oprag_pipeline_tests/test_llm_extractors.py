@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import pytest
 from dagster import DagsterInstance, EnvVar, asset, materialize
 
-from oprag_pipeline.enrich import llm
 from oprag_pipeline.enrich.llm import (
     AnthropicExtractor,
     MissingCredentialsError,
@@ -23,6 +22,7 @@ from oprag_pipeline.enrich.llm import (
     RegistryIndex,
     to_opinions,
 )
+from oprag_pipeline.enrich.llm import base as llm_base
 from oprag_pipeline.registry.matching import locate_quote
 from oprag_pipeline.resources import ExtractorResource, build_resources
 from oprag_pipeline.schema import DocumentInput, RegistryEntity
@@ -457,7 +457,8 @@ def test_version_tracks_prompt_schema_and_model(api_key: str, monkeypatch: pytes
     tools = OpenAICompatibleExtractor(model="llama3.1")
     assert tools.version != OpenAICompatibleExtractor(model="llama3.1", mode="json").version
     assert tools.version == OpenAICompatibleExtractor(model="llama3.1", base_url="http://elsewhere:8000/v1").version
-    monkeypatch.setattr(llm, "SYSTEM_PROMPT_TEMPLATE", llm.SYSTEM_PROMPT_TEMPLATE + "\nBe terse.")
+    # the fingerprint reads the template in llm.base, so that is where the patch must land
+    monkeypatch.setattr(llm_base, "SYSTEM_PROMPT_TEMPLATE", llm_base.SYSTEM_PROMPT_TEMPLATE + "\nBe terse.")
     assert AnthropicExtractor().version != base.version
     assert AnthropicExtractor.name == "anthropic" and OpenAICompatibleExtractor.name == "openai-compatible"
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from oprag_pipeline.enrich import llm
 from oprag_pipeline.enrich.llm import (
     AnthropicExtractor,
     LLMOptions,
@@ -23,6 +22,8 @@ from oprag_pipeline.enrich.llm import (
     TokenPrice,
     model_facts,
     parse_model_table,
+    pricing,
+    transport,
 )
 from oprag_pipeline.schema import DocumentInput, RegistryEntity, cost_label, total_cost
 from oprag_pipeline_tests.fake_llm_server import (
@@ -64,14 +65,14 @@ def test_a_429_pauses_every_worker_then_the_sdk_retry_succeeds(monkeypatch: pyte
     # and d1 is held in flight until the client's response hook has read that 429 (and so set the pause). Every
     # request sent after that, on any worker, must then wait out the pause.
     paused = threading.Event()
-    read_response = llm._RequestGuard.on_response
+    read_response = transport._RequestGuard.on_response
 
-    def watched(self: llm._RequestGuard, response: object) -> None:
+    def watched(self: transport._RequestGuard, response: object) -> None:
         read_response(self, response)
         if getattr(response, "status_code", None) == 429:
             paused.set()
 
-    monkeypatch.setattr(llm._RequestGuard, "on_response", watched)
+    monkeypatch.setattr(transport._RequestGuard, "on_response", watched)
     with FakeLLMServer() as server:
         server.fail_doc("d2", rate_limited(retry_after="1"))
         server.hold("d2", until=server.arrival("d1"))
@@ -208,7 +209,7 @@ def test_prices_come_from_the_packaged_toml() -> None:
 
 def test_a_changed_table_changes_the_price(monkeypatch: pytest.MonkeyPatch) -> None:
     table = parse_model_table('[models."claude-sonnet-4-5"]\ninput = 0.5\noutput = 2.5\n', "test.toml")
-    monkeypatch.setattr(llm, "model_table", lambda: table)
+    monkeypatch.setattr(pricing, "model_table", lambda: table)  # looked up by pricing.model_facts
     assert AnthropicExtractor().estimated_cost_usd(2_000_000, 1_000_000) == pytest.approx(3.5)
 
 

@@ -49,11 +49,11 @@ def build_extractor(
         if chosen is not None:
             options[name] = chosen
     if kind in ("anthropic", "anthropic-batch"):
-        from oprag_pipeline.enrich.llm import AnthropicBatchExtractor, AnthropicExtractor
+        from oprag_pipeline.enrich.llm.anthropic_api import AnthropicBatchExtractor, AnthropicExtractor
 
         engine: Any = (AnthropicBatchExtractor if kind == "anthropic-batch" else AnthropicExtractor)(**options)
     elif kind == "openai-compatible":
-        from oprag_pipeline.enrich.llm import OpenAICompatibleExtractor
+        from oprag_pipeline.enrich.llm.openai_compatible import OpenAICompatibleExtractor
 
         if base_url:
             options["base_url"] = base_url

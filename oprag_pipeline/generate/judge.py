@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from oprag_pipeline.enrich.llm import neutralise_document_text
+from oprag_pipeline.enrich.llm.prompts import neutralise_document_text
 from oprag_pipeline.evaluate.stats import bootstrap_ci
 
 STUDY_QUESTION = "Which answer better conveys the range of opinions?"

@@ -1,6 +1,6 @@
 """Answers written by an LLM (Anthropic, or any OpenAI-compatible server) through instructor, then checked.
 
-The client is the extractor's (`enrich/llm.py`: same keys from the environment, retry policy, token accounting and
+The client is the extractor's (`enrich/llm/`: same keys from the environment, retry policy, token accounting and
 price table); only the prompt and the response schema are the writer's. What makes the answer checkable:
 
 - **Retrieved text is data.** Every passage travels inside `<document id="…">…</document>` in the user turn, with
@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from oprag_pipeline.enrich.llm import JSON_ANSWER, fold, neutralise_document_text
+from oprag_pipeline.enrich.llm.prompts import JSON_ANSWER, neutralise_document_text
 from oprag_pipeline.generate.answer import SIDES, Answer, Quote, StatedShares
 from oprag_pipeline.generate.context import AnswerContext
 from oprag_pipeline.generate.fidelity import SHARE_TOLERANCE, check_quotes, share_error
-from oprag_pipeline.registry.matching import AliasMatcher
+from oprag_pipeline.registry.matching import AliasMatcher, fold
 from oprag_pipeline.schema import Sentiment
 
 MAX_PROSE_CHARS = 6000

@@ -331,7 +331,7 @@ def build_resources(data_dir: Path | None = None, warehouse: Path | None = None)
 
 
 class VectorStoreResource(ConfigurableResource):
-    """Dagster resource for the vector store (its adapters are in `index/vector_store.py`).
+    """Dagster resource for the vector store (its adapters are in `index/vector_store/`).
 
     It imports the adapters only when a store is opened, so stages that never touch vectors (ingest, registry)
     do not load the vector-store module or the Qdrant libraries.

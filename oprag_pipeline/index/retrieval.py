@@ -44,7 +44,8 @@ MAX_ENTITIES_PER_QUESTION = 3
 
 def candidate_pool_size(k: int) -> int:
     """Hybrid candidates a diversifier re-ranks for k slots: the depth the engine's hybrid query itself fuses from
-    (each prefetch's limit, `vector_store._prefetch_limit`), so a re-ranker sees what a hybrid query considered."""
+    (each prefetch's limit, `vector_store.filters.prefetch_limit`), so a re-ranker sees what a hybrid query
+    considered."""
     return max(3 * k, 50)
 
 

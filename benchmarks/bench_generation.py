@@ -32,7 +32,8 @@ METRICS = ("w1", "w1_gold", "minority_erased", "grounded_quote_rate", "shares_wi
 
 
 def fidelity_table(conn: duckdb.DuckDBPyConnection, domain: str) -> list[str]:
-    from oprag_pipeline.generate.report import RATES, change_label
+    from oprag_pipeline.generate.answers_report import RATES
+    from oprag_pipeline.rendering import change_label
 
     rows = conn.execute(
         """SELECT metric, n_entities, n_questions, baseline_mean, treatment_mean, relative_change_label, ci_low,

@@ -765,7 +765,8 @@ def report_command(ctx: click.Context, domains: tuple[str, ...], refresh: bool, 
 def _report(chosen: list[str], refresh: bool, *, tracebacks: bool, wide: bool = False) -> None:
     import duckdb
 
-    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, compact_summary, write_report
+    from oprag_pipeline.report.build import write_report
+    from oprag_pipeline.report.summary import SUMMARY_HEADERS, compact_summary
     from oprag_pipeline.runner import materialize_domains
 
     warehouse = settings.warehouse_path()

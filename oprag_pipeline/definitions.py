@@ -12,7 +12,6 @@ from oprag_pipeline.enrich.assets import author_attributes, enriched_entity_docs
 from oprag_pipeline.evaluate.assets import (
     evaluation_entities,
     evaluation_questions,
-    evaluation_report,
     gold_opinions,
     metric_significance,
     question_metrics,
@@ -25,6 +24,7 @@ from oprag_pipeline.ingest.assets import raw_documents
 from oprag_pipeline.ingest.checks import rows_reconcile
 from oprag_pipeline.ingest.sensors import domain_files_sensor, domain_refresh_job
 from oprag_pipeline.registry.assets import entity_candidates, entity_registry, extraction_sample
+from oprag_pipeline.report.assets import evaluation_report
 from oprag_pipeline.resources import build_resources, warehouse_resource
 
 ALL_ASSETS = [

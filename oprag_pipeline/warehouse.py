@@ -185,7 +185,7 @@ TABLES: dict[str, str] = {
         treatment_position VARCHAR NOT NULL, verdict VARCHAR NOT NULL, treatment_preferred DOUBLE NOT NULL,
         reason VARCHAR NOT NULL
     """,
-    # analysis (analysis/assets.py, analysis/report.py)
+    # analysis (analysis/assets.py, analysis/section_store.py)
     "opinion_windows": """
         domain VARCHAR NOT NULL, entity_id VARCHAR NOT NULL, entity_name VARCHAR NOT NULL, window_start DATE NOT NULL,
         window_end DATE NOT NULL, n INTEGER NOT NULL, positive DOUBLE NOT NULL, neutral DOUBLE NOT NULL,

@@ -295,7 +295,7 @@ def test_analysis_sections_reach_the_html_report_as_html() -> None:
     """report.md and report.html carry the same analysis sections; the HTML one is rendered, tables included."""
     import duckdb
 
-    from oprag_pipeline.analysis.report import analysis_html, analysis_markdown, save_section
+    from oprag_pipeline.analysis.section_store import analysis_html, analysis_markdown, save_section
 
     conn = duckdb.connect(":memory:")
     assert analysis_html(conn, "d") == ""  # no analysis ran: nothing appended

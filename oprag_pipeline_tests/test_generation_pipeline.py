@@ -128,8 +128,8 @@ def test_preference_study_with_an_llm_judge_through_dagster(generation_demo, mon
 
     from dagster import DagsterInstance
 
+    from oprag_pipeline.generate.answers_report import generation_section
     from oprag_pipeline.generate.assets import JUDGE_ENV, answer_preference
-    from oprag_pipeline.generate.report import generation_section
     from oprag_pipeline_tests.conftest import materialize_domain
     from oprag_pipeline_tests.fake_llm_server import FakeLLMServer
 

@@ -40,7 +40,7 @@ def test_registry_store_does_not_load_enrich(module: str) -> None:
     assert not enrich, f"{module} pulled in the enrich stage: {enrich[:5]}"
 
 
-STAGES = ("ingest", "registry", "enrich", "index", "evaluate", "generate", "analysis", "importers", "demo")
+STAGES = ("ingest", "registry", "enrich", "index", "evaluate", "generate", "analysis", "report", "importers", "demo")
 
 
 def test_resources_load_no_stage_module() -> None:
@@ -115,6 +115,7 @@ def test_the_graph_sees_a_cycle_closed_inside_a_function(tmp_path: Path) -> None
         ("oprag_pipeline.resources", "oprag_pipeline.runner"),  # the writer lock lives in `locks`
         ("oprag_pipeline.locks", "oprag_pipeline."),
         ("oprag_pipeline.sources", "oprag_pipeline."),  # source grouping, shared by fairness and flooding
+        ("oprag_pipeline.rendering", "oprag_pipeline."),  # tables and inline plots, below every stage
         ("oprag_pipeline.index.", "oprag_pipeline.analysis."),
         ("oprag_pipeline.registry.", "oprag_pipeline.enrich."),  # the registry runs before the extraction
     ],
@@ -129,3 +130,28 @@ def test_no_backward_import_anywhere_in_a_module(importer: str, imported: str) -
         if e.target == imported or e.target.startswith(imported)
     ]
     assert not backward, f"backward imports: {backward}"
+
+
+PIPELINE_ORDER = ("ingest", "registry", "enrich", "index", "evaluate", "generate", "analysis", "report")
+"""The stages in the pipeline's direction; the report comes last. Generation and the analyses import neither other."""
+
+
+def test_no_stage_imports_a_later_one() -> None:
+    """A stage may import the stages before it, never one after: the report reads every stage, and none reads it
+    (the tables and inline plots they put in their metadata come from `oprag_pipeline.rendering`)."""
+    graph = _import_graph_module().import_graph()
+    position = {stage: i for i, stage in enumerate(PIPELINE_ORDER)}
+
+    def stage(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 and parts[1] in position else None
+
+    assert any(stage(m) == "report" for m in graph)  # the report stage was really read
+    forward = [
+        f"{e.source}:{e.line} -> {e.target}"
+        for module, edges in graph.items()
+        if stage(module) is not None
+        for e in edges
+        if stage(e.target) is not None and position[stage(e.target)] > position[stage(module)]
+    ]
+    assert not forward, f"imports of a later stage: {forward}"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from oprag_pipeline.evaluate.report import SECTIONS, Section, _sections, per_entity_section, verdict
+from oprag_pipeline.report.sections import SECTIONS, Section, build_sections, per_entity_section
+from oprag_pipeline.report.verdict import verdict
 
 
 def _row(treatment, mode, baseline, baseline_mode, t, b, low, high, p, p_holm, n=8):
@@ -67,14 +68,15 @@ def test_sections_are_a_list_to_extend() -> None:
     def extra(data, plots):
         return [Section("Drift", "later")]
 
-    titles = [s.title for s in _sections(_data([]), [], [SECTIONS[0], extra])]
+    titles = [s.title for s in build_sections(_data([]), [], [SECTIONS[0], extra])]
     assert titles == ["Verdict", "Drift"]
     assert per_entity_section(_data([]), {}) == []  # no per-entity figures: no empty table
 
 
 def test_the_terminal_summary_fits_its_width_and_keeps_every_figure() -> None:
     from oprag_pipeline.cli import _fitted_table
-    from oprag_pipeline.evaluate.report import SUMMARY_HEADERS, VARIANTS, compact_summary
+    from oprag_pipeline.report.labels import VARIANTS
+    from oprag_pipeline.report.summary import SUMMARY_HEADERS, compact_summary
 
     rows = [
         ["W1 to gold distribution (lower is better)", *(f"{i + 0.25:.2f}" for i in range(len(VARIANTS)))],
@@ -95,21 +97,21 @@ def test_the_terminal_summary_fits_its_width_and_keeps_every_figure() -> None:
 
 
 def test_each_figure_is_drawn_when_its_data_is_there_and_only_then(tmp_path) -> None:
-    from oprag_pipeline.evaluate.report import _plots
+    from oprag_pipeline.report.figures import write_plots
 
     family = [_row("enriched", "pm2", "raw", "hybrid", 6.0, 8.0, -3.1, -0.9, 0.008, 0.04)]
     data = {**_data(family), "depth_curve": [], "fairness": []}
-    assert [p.name for p in _plots(data, tmp_path)] == ["headline_effects.png", "kb_comparison.png"]
+    assert [p.name for p in write_plots(data, tmp_path)] == ["headline_effects.png", "kb_comparison.png"]
     data["depth_curve"] = [
         {"metric": "w1_gold", "k": k, "kb": kb, "mode": "hybrid", "mean": m}
         for k in (5, 10, 20)
         for kb, m in (("raw", 9.0 - k / 10), ("enriched", 7.0 - k / 10))
     ]
     data["fairness"] = [{"attribute": "age", "variant": "raw", "overall": 0.5, "matched": None}]
-    drawn = _plots(data, tmp_path)
+    drawn = write_plots(data, tmp_path)
     assert [p.name for p in drawn] == ["headline_effects.png", "kb_comparison.png", "depth_curves.png", "fairness.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in drawn)
-    no_headline = _plots({**data, "significance": [], "coverage_k20": []}, tmp_path)
+    no_headline = write_plots({**data, "significance": [], "coverage_k20": []}, tmp_path)
     assert [p.name for p in no_headline] == ["depth_curves.png", "fairness.png"]
 
 
@@ -169,7 +171,7 @@ def _lead_of(report) -> tuple[str, str]:
 
 
 def test_the_plain_verdict_comes_first_and_says_which_way_the_answers_went() -> None:
-    from oprag_pipeline.evaluate.report import render
+    from oprag_pipeline.report.build import render
 
     closer = render(_full(FAMILY, _generation("w1_gold", 2.4, 5.0)))
     md, page = _lead_of(closer)
@@ -199,7 +201,8 @@ def test_the_plain_verdict_comes_first_and_says_which_way_the_answers_went() -> 
 def test_contents_link_to_every_section_and_the_answers_come_before_the_statistics() -> None:
     import re
 
-    from oprag_pipeline.evaluate.report import anchor, render
+    from oprag_pipeline.report.build import render
+    from oprag_pipeline.report.contents import anchor
 
     report = render(
         _full(FAMILY, _generation("w1_gold", 2.4, 5.0)),
@@ -222,7 +225,8 @@ def test_contents_link_to_every_section_and_the_answers_come_before_the_statisti
 
 
 def test_a_change_of_a_rate_or_a_share_is_printed_in_points() -> None:
-    from oprag_pipeline.evaluate.report import change_text, render
+    from oprag_pipeline.report.build import render
+    from oprag_pipeline.report.labels import change_text
 
     generation = _generation("w1_gold", 2.4, 5.0, minority_erased=(0.25, 0.01), grounded_quote_rate=(1.0, 0.98))
     report = render(_full(FAMILY, generation))
@@ -233,7 +237,7 @@ def test_a_change_of_a_rate_or_a_share_is_printed_in_points() -> None:
     miss = {**_row("enriched", "pm2", "raw", "hybrid", 0.25, 0.01, 0.1, 0.3, 0.01, 0.01), "metric": "w1_gold_miss"}
     assert change_text(miss) == "+24.0 points"
     assert change_text(FAMILY[0]) == "-25.0%"
-    from oprag_pipeline.generate.report import change_label
+    from oprag_pipeline.rendering import change_label
 
     assert change_label(0.02, 0.5, "-96.0%", rate=True) == "-48.0 points"
     assert change_label(None, 0.5, "n/a", rate=True) == "n/a"

@@ -24,8 +24,8 @@ from pydantic import Field
 
 from oprag_pipeline import settings, sources
 from oprag_pipeline.analysis import drift, fairness, flooding, plots
-from oprag_pipeline.analysis.report import save_section
 from oprag_pipeline.analysis.retrieval import author_group_shares, dated_scores, fair_search
+from oprag_pipeline.analysis.section_store import save_section
 from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.scoring import score_grid

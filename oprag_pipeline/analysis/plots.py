@@ -8,7 +8,7 @@ from pathlib import Path
 from oprag_pipeline.analysis.drift import EntityTimeline
 from oprag_pipeline.analysis.fairness import TradeoffPoint
 from oprag_pipeline.analysis.flooding import EntitySources
-from oprag_pipeline.evaluate.report import embedded_png
+from oprag_pipeline.rendering import embedded_png
 
 MAX_TIMELINES = 6  # panels in one figure: more stop being readable in the UI's metadata pane
 

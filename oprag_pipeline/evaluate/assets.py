@@ -1,5 +1,6 @@
-"""Evaluation assets: entities worth asking about, questions, the retrieval grid, gold labels, per-question metrics,
-significance tests and the report. The metric tables between them are SQL models in `dbt_like_sql/`."""
+"""Evaluation assets: entities worth asking about, questions, the retrieval grid, gold labels, per-question metrics
+and significance tests. The metric tables between them are SQL models in `dbt_like_sql/`; the report that concludes
+them is the last stage (`report/`)."""
 
 import json
 import time
@@ -9,9 +10,8 @@ from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataVa
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from oprag_pipeline import settings
+from oprag_pipeline import rendering as report_writer  # the name the asset bodies use (their code versions hash them)
 from oprag_pipeline.concurrency import WAREHOUSE_STEP
-from oprag_pipeline.evaluate import report as report_writer
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, load_rated_aspects, map_gold
 from oprag_pipeline.evaluate.grid import (
     COMPARISONS,
@@ -570,44 +570,3 @@ def metric_significance(context: AssetExecutionContext, warehouse: DuckDBResourc
             "headline_family": MetadataValue.md(table),
         }
     )
-
-
-@asset(
-    partitions_def=domain_partitions,
-    group_name=GROUP,
-    kinds={"duckdb"},
-    **WAREHOUSE_STEP,
-    deps=[
-        "mart_coverage_k20",
-        "mart_w1_by_entity",
-        "mart_depth_curve",
-        "mart_mode_comparison",
-        "mart_question_type",
-        "mart_fairness",
-        "mart_extraction_vs_gold",
-        "metric_significance",
-        *("fairness_tradeoff", "opinion_timelines", "source_concentration"),  # their sections (analysis/)
-        "generation_fidelity",  # the report's generation section
-        "answer_preference",
-    ],
-    description="The domain's evaluation report: a verdict (which retrieval came closest to the corpus's opinions "
-    "against gold, with its entity-level CI and relevance cost), the declared comparisons with Holm-corrected p, "
-    "per-entity W1 and the plots. Written to `reports/<domain>/` (report.html, report.md, metrics.json, PNGs); the "
-    "`summary` and `plot_*` entries below show them here.",
-)
-def evaluation_report(
-    context: AssetExecutionContext, warehouse: DuckDBResource, paths: DataDirResource
-) -> MaterializeResult:
-    domain = context.partition_key
-    out_dir = settings.reports_dir(paths.root) / domain
-    with warehouse.get_connection() as conn:
-        written = report_writer.write_report(conn, domain, out_dir)
-    metadata = {
-        "report": MetadataValue.path(str(written.markdown)),
-        "html": MetadataValue.path(str(written.html)),
-        "summary": MetadataValue.md(written.summary_markdown),
-    }
-    for plot in written.plots:
-        metadata[f"plot_{plot.stem}"] = MetadataValue.md(report_writer.embedded_png(plot))
-    context.log.info(f"{domain}: report written to {out_dir}")
-    return MaterializeResult(metadata=metadata)

@@ -42,8 +42,8 @@ from jinja2 import Environment, StrictUndefined
 from pydantic import Field
 
 from oprag_pipeline.concurrency import WAREHOUSE_POOL, WAREHOUSE_TAG
-from oprag_pipeline.evaluate.report import markdown_table
 from oprag_pipeline.partitions import domain_partitions
+from oprag_pipeline.rendering import markdown_table
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _JINJA = Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)

@@ -8,5 +8,5 @@ reader ends up believing about the corpus's views (the reference study's fidelit
 - `llm_writer.py`: the same answer written by an LLM through instructor, validated against the context;
 - `fidelity.py`: pure functions for W1 to the corpus, minority erasure, grounded quotes and share tolerance;
 - `judge.py`: blind pairwise preference with an LLM judge;
-- `assets.py`, `report.py`, `web.py`: the Dagster assets, the report section and `oprag serve`.
+- `assets.py`, `answers_report.py`, `web.py`: the Dagster assets, the report's answers section and `oprag serve`.
 """

@@ -194,8 +194,8 @@ def generation_fidelity(context: AssetExecutionContext, warehouse: DuckDBResourc
             )
             tests.append(c.row())
         replace_rows(conn, "generation_significance", tests, domain=domain)
-    from oprag_pipeline.evaluate.report import markdown_table
-    from oprag_pipeline.generate.report import RATES, change_label
+    from oprag_pipeline.generate.answers_report import RATES
+    from oprag_pipeline.rendering import change_label, markdown_table
 
     table = markdown_table(
         ["metric", "plain", "opinion-aware", "change", "p"],

@@ -1,6 +1,6 @@
-"""The report's generation section, as Markdown and HTML, read from the generation tables.
+"""The report's generation (answers) section, as Markdown and HTML, read from the generation tables.
 
-The evaluation report lays the section out with its own (`generation_parts`, placed near the top: the answers are
+The report (`report/`) lays the section out with its own (`generation_parts`, placed near the top: the answers are
 what a reader cares about); `generation_section` renders it alone, and an empty one (both strings empty) means
 generation never ran for the domain.
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 
+from oprag_pipeline.rendering import change_label
 from oprag_pipeline.warehouse import table_exists
 
 # (metric, label, better direction): the order of the table. Every metric but the two W1s is a rate or a share of
@@ -53,21 +54,6 @@ class GenerationSection:
 
 def _num(value: Any) -> str:
     return "—" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
-def points(difference: float) -> str:
-    """A difference of two rates or shares, in percentage points: "+24.0 points"."""
-    return f"{difference * 100:+.1f} points"
-
-
-def change_label(treatment: float | None, baseline: float | None, relative_label: str, *, rate: bool) -> str:
-    """The change from baseline to treatment as a reader should see it: for a rate or a share the difference in
-    points (a rate going from 1% to 25% is "+24.0 points", not "+2400.0%"), else the relative change as stored."""
-    if not rate:
-        return relative_label
-    if treatment is None or baseline is None:
-        return "n/a"
-    return points(treatment - baseline)
 
 
 def _value(value: Any, rate: bool) -> str:
@@ -152,7 +138,7 @@ TITLE = "Generation: does the answer carry the spread of opinions?"
 
 @dataclass(frozen=True)
 class GenerationParts:
-    """The section's pieces, for a report that lays out its own sections (the evaluation report)."""
+    """The section's pieces, for a report that lays out its own sections (`report/`)."""
 
     title: str
     text: str  # paragraphs separated by blank lines, before the table

@@ -1,5 +1,5 @@
-"""The analyses' report sections: each asset stores its Markdown section in the warehouse, and the evaluation
-report appends them, so the report reads the warehouse like everything else and needs no knowledge of them."""
+"""The analyses' report sections: each asset stores its Markdown section in the warehouse, and the report
+(`report/`) appends them, so the report reads the warehouse like everything else and needs no knowledge of them."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TypeVar, get_args
 
 from oprag_pipeline import config
 
@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 DEVICE_ENV = "OPRAG_DEVICE"
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
-DEVICES: tuple[str, ...] = config.declared(DEVICE_ENV).choices
+DEVICES: tuple[str, ...] = get_args(config.Device)
 
 T = TypeVar("T")
 
@@ -39,15 +39,14 @@ def device_setting() -> str:
     return config.value(DEVICE_ENV)
 
 
-def select_providers(available: Sequence[str] | None = None, device: str | None = None) -> list[str]:
+def select_providers(available: Sequence[str] | None = None, device: config.Device | None = None) -> list[str]:
     """The providers to create a session with, best first: `[CUDA, CPU]` or `[CPU]`.
 
     `available` defaults to what the installed onnxruntime offers, `device` to `OPRAG_DEVICE`.
     """
     available = list(available) if available is not None else available_providers()
     device = device or device_setting()
-    if device not in DEVICES:
-        raise ValueError(f"device {device!r}: choose one of {', '.join(DEVICES)}")
+    config.choice(DEVICE_ENV, device)
     if device == "cuda" and CUDA not in available:
         raise RuntimeError(
             f"{DEVICE_ENV}=cuda, but onnxruntime offers only {', '.join(available)}: install onnxruntime-gpu "

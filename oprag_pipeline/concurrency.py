@@ -12,9 +12,11 @@ serves (`celery_app.py`). On Kubernetes, dagster-k8s's `k8s_job_executor` takes 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, get_args
 
 from dagster import ExecutorDefinition, in_process_executor, multiprocess_executor
+
+from oprag_pipeline import config
 
 WAREHOUSE_POOL = "warehouse"
 WAREHOUSE_TAG = "oprag/warehouse"
@@ -27,7 +29,7 @@ WAREHOUSE_STEP: dict[str, Any] = {"pool": WAREHOUSE_POOL, "op_tags": _STEP_TAGS}
 WAREHOUSE_OP: dict[str, Any] = {"pool": WAREHOUSE_POOL, "tags": _STEP_TAGS}
 """The same for `@op` (whose tags argument has another name)."""
 
-EXECUTORS = ("in_process", "multiprocess", "celery")
+EXECUTORS: tuple[str, ...] = get_args(config.ExecutorKind)
 
 
 def celery_config(broker: str) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def executor(kind: str, max_concurrent: int, *, broker: str | None = None) -> Ex
             raise ValueError("the celery executor needs a broker URL (OPRAG_CELERY_BROKER)")
         return celery_executor.configured(celery_config(broker))
     if kind != "multiprocess":
-        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {kind!r}")
+        config.choice("OPRAG_EXECUTOR", kind)
     return multiprocess_executor.configured(
         {
             "max_concurrent": max_concurrent,

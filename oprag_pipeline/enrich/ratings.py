@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import duckdb
 import numpy as np
@@ -59,8 +59,9 @@ from oprag_pipeline.schema import rounded_cost
 from oprag_pipeline.settings import RATED_ASPECTS_FILE
 from oprag_pipeline.warehouse import ensure_tables, insert_rows, records
 
-ADAPT_MODES = ("none", "self", "ratings", "llm")
-INTENSITY_SOURCES = ("ratings", "cues")  # OPRAG_INTENSITY: levels learnt from the domain's ratings, or the cue rule
+ADAPT_MODES: tuple[str, ...] = get_args(config.AdaptMode)
+# OPRAG_INTENSITY: levels learnt from the domain's ratings, or the cue rule
+INTENSITY_SOURCES: tuple[str, ...] = get_args(config.IntensitySource)
 # Star scale of `rating` and `rating_<aspect>`: the 1-5 stars of review sites. A value outside it is not counted
 # (it belongs to another scale, which the weak-label rule would misread), and the skipped count is reported.
 RATING_SCALE = (1.0, 5.0)
@@ -510,10 +511,8 @@ def adapt_extractor(
     are not extracted twice)."""
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
-    if mode not in ADAPT_MODES:
-        raise ValueError(f"adapt must be one of {', '.join(ADAPT_MODES)}, not {mode!r}")
-    if intensity not in INTENSITY_SOURCES:
-        raise ValueError(f"intensity must be one of {', '.join(INTENSITY_SOURCES)}, not {intensity!r}")
+    config.choice("OPRAG_ADAPT", mode)
+    config.choice("OPRAG_INTENSITY", intensity)
     if mode == "none":
         return engine, Adaptation("none")
     if mode == "llm" and isinstance(engine, OfflineExtractor):

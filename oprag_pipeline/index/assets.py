@@ -6,7 +6,6 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
 import pyarrow.parquet as pq
 from dagster import (
@@ -197,7 +196,7 @@ FROM enriched_entity_docs WHERE domain = ? ORDER BY point_key
 EXPORT_BATCH_ROWS = 20_000
 
 
-DenseMode = Literal["joint", "composed"]
+DenseMode = env_config.EnrichedDense
 
 
 def _entity_point(domain: str, r: dict, *, enriched: bool, dense: DenseMode = "joint") -> SourcePoint:

@@ -157,8 +157,7 @@ def main() -> None:
     from oprag_pipeline.analysis.flooding import analyse_sources
     from oprag_pipeline.analysis.retrieval import bounded_profile
     from oprag_pipeline.index.retrieval import OpinionProfile
-    from oprag_pipeline.index.vector_store import open_vector_store
-    from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.resources import EmbedderResource, open_configured_store
     from oprag_pipeline.sources import SourcedOpinion, near_duplicate_clusters
 
     started = time.perf_counter()
@@ -188,7 +187,7 @@ def main() -> None:
     print(f"P_pop flooded unweighted {describe(plain)}   W1 to clean {w1(plain, clean):5.2f}")
     print(f"P_pop flooded bounded    {describe(bounded)}   W1 to clean {w1(bounded, clean):5.2f}")
 
-    store = open_vector_store(data)
+    store = open_configured_store(data)
     embedder = EmbedderResource().embedder()
     question = f"What do guests think about the {args.entity}?"
     base = OpinionProfile.load(conn, "hotels_flooded")

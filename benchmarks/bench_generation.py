@@ -58,8 +58,7 @@ def fidelity_table(conn: duckdb.DuckDBPyConnection, domain: str) -> list[str]:
 def latency(data_dir: Path, domain: str, questions: list[str]) -> list[str]:
     from oprag_pipeline.generate.api import ask
     from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
-    from oprag_pipeline.index.vector_store import open_vector_store
-    from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.resources import EmbedderResource, open_configured_store
 
     embedder = EmbedderResource().embedder()
     ask(questions[0], domain=domain, data_dir=data_dir)  # warm-up: model loading is not part of the figure
@@ -70,7 +69,7 @@ def latency(data_dir: Path, domain: str, questions: list[str]) -> list[str]:
             started = time.perf_counter()
             ask(question, domain=domain, kb=kb, mode=mode, data_dir=data_dir)
             asked.append(time.perf_counter() - started)
-            store = open_vector_store(data_dir)
+            store = open_configured_store(data_dir)
             with duckdb.connect(str(settings.warehouse_path(data_dir)), read_only=True) as conn:
                 profile = OpinionProfile.load(conn, domain)
             started = time.perf_counter()

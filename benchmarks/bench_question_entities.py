@@ -46,11 +46,10 @@ def main() -> None:
     from oprag_pipeline.generate.compose import compose_offline
     from oprag_pipeline.generate.context import DomainKnowledge, gather
     from oprag_pipeline.index.retrieval import Retriever
-    from oprag_pipeline.index.vector_store import open_vector_store
-    from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.resources import EmbedderResource, open_configured_store
 
     root = settings.data_dir()
-    store = open_vector_store(root)
+    store = open_configured_store(root)
     retriever = Retriever(store, EmbedderResource().embedder())
     try:
         with duckdb.connect(str(settings.warehouse_path()), read_only=True) as conn:

@@ -540,8 +540,7 @@ def query_command(
         timeline_footer,
     )
     from oprag_pipeline.index.query import run_query
-    from oprag_pipeline.index.vector_store import open_vector_store
-    from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.resources import EmbedderResource, open_configured_store
 
     warehouse = settings.warehouse_path()
     if not warehouse.exists():
@@ -553,7 +552,7 @@ def query_command(
         weight = DEFAULT_GROUP_WEIGHT if group_weight is None else group_weight
         search = group_fair_searcher(domain, text, k=k, group_weight=weight)
     with _reading_index(domain):
-        store = open_vector_store(settings.data_dir())
+        store = open_configured_store(settings.data_dir())
         try:
             output = run_query(
                 warehouse=warehouse,

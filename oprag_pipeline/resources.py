@@ -268,6 +268,18 @@ def _choice(name: str) -> str:
     return config.value_or_none(name) or config.raw(name)
 
 
+def _field_or_env(field: Any, name: str) -> Any:
+    """A field's value, or when it is None (the resource was made without `build_resources`, or the variable was
+    malformed when it ran) the variable's value now: a malformed one then fails the run that uses it, by name."""
+    return field if field is not None else config.value(name)
+
+
+def open_configured_store(data_dir: Path) -> VectorStore:
+    """The vector store the environment configures (`QDRANT_URL`, else the embedded store under `data_dir`), for
+    code outside a run (the CLI's query, the `ask` API, benchmarks); the caller closes it."""
+    return VectorStoreResource(data_dir=str(data_dir)).open_store()
+
+
 def _text(path: Path | None) -> str | None:
     return str(path) if path is not None else None
 
@@ -379,21 +391,24 @@ class VectorStoreResource(ConfigurableResource):
         """The resource's fields, where set, over the environment's settings."""
         from oprag_pipeline.index.vector_store import CollectionOptions
 
-        return CollectionOptions.from_env(
-            shard_number=self.shard_number, replication_factor=self.replication_factor, quantization=self.quantization
+        return CollectionOptions(
+            shard_number=_field_or_env(self.shard_number, "OPRAG_QDRANT_SHARD_NUMBER"),
+            replication_factor=_field_or_env(self.replication_factor, "OPRAG_QDRANT_REPLICATION_FACTOR"),
+            quantization=_field_or_env(self.quantization, "OPRAG_QDRANT_QUANTIZATION"),
         )
 
     def open_store(self) -> VectorStore:
         """Open the configured store (caller may close it; it is closed at teardown anyway)."""
         from oprag_pipeline.index.vector_store import open_vector_store
 
+        url = self.url or config.value("QDRANT_URL")
         store = open_vector_store(
             Path(self.data_dir),
-            url=self.url,
+            url=url,
             options=self.collection_options(),
-            api_key=self.api_key,
-            on_disk=self.on_disk,
-            max_segment_kb=self.max_segment_kb,
+            api_key=(self.api_key or config.secret("QDRANT_API_KEY")) if url else None,
+            on_disk=_field_or_env(self.on_disk, "OPRAG_QDRANT_ON_DISK"),
+            max_segment_kb=self.max_segment_kb or config.value("OPRAG_QDRANT_SEGMENT_KB"),
         )
         self._opened.append(store)
         return store

@@ -194,7 +194,8 @@ def test_server_collection_options_are_passed_through(tmp_path: Path, monkeypatc
     monkeypatch.setattr(client, "create_collection", recording)
     monkeypatch.setenv("OPRAG_QDRANT_SHARD_NUMBER", "6")
     monkeypatch.setenv("OPRAG_QDRANT_REPLICATION_FACTOR", "2")
-    store = ClientVectorStore(client, CollectionOptions.from_env(quantization="int8"))
+    options = VectorStoreResource(data_dir=str(tmp_path), quantization="int8").collection_options()
+    store = ClientVectorStore(client, options)
     store.ensure_collection("t.raw_kb", 8)
     assert (calls[0]["shard_number"], calls[0]["replication_factor"]) == (6, 2)
     assert calls[0]["vectors_config"]["dense"].quantization_config.scalar.always_ram is True
@@ -224,7 +225,7 @@ def test_server_collection_options_are_passed_through(tmp_path: Path, monkeypatc
     opened.close()
     monkeypatch.setenv("OPRAG_QDRANT_SHARD_NUMBER", "zero")
     with pytest.raises(ValueError, match="OPRAG_QDRANT_SHARD_NUMBER"):
-        CollectionOptions.from_env()
+        VectorStoreResource(data_dir=str(tmp_path)).collection_options()
 
 
 @pytest.mark.parametrize("seed", [11, 12, 13])

@@ -35,10 +35,9 @@ from oprag_pipeline.index.vector_store import (
     IndexPoint,
     SearchHit,
     VectorStore,
-    open_vector_store,
     point_uuid,
 )
-from oprag_pipeline.resources import VectorStoreResource
+from oprag_pipeline.resources import VectorStoreResource, open_configured_store
 
 DIM = 32
 N = 200
@@ -491,7 +490,7 @@ def test_open_vector_store_chooses_the_adapter_by_environment(
 ) -> None:
     monkeypatch.delenv("QDRANT_URL", raising=False)
     monkeypatch.delenv("QDRANT_API_KEY", raising=False)
-    embedded = open_vector_store(store_dir)
+    embedded = open_configured_store(store_dir)
     assert isinstance(embedded, EdgeVectorStore)
     assert embedded.root == store_dir / "qdrant"
     embedded.close()
@@ -502,7 +501,7 @@ def test_open_vector_store_chooses_the_adapter_by_environment(
     monkeypatch.setenv("QDRANT_URL", _refused_url())
     monkeypatch.setenv("QDRANT_API_KEY", "s3cr3t-api-key")
     with pytest.warns(UserWarning) as warned, _joined_new_threads():
-        remote = open_vector_store(store_dir)
+        remote = open_configured_store(store_dir)
     messages = " ".join(str(w.message) for w in warned)
     assert "insecure" in messages and "server version" in messages  # qdrant-client's: http + api key, no server
     assert "s3cr3t-api-key" not in messages

@@ -99,8 +99,7 @@ def ask(
     "fair" (see index/fairness.py). `scope` (any case) restricts retrieval, the corpus shares and the quotes to the
     documents whose `entity_scope` it is; without it, a scope the question names is used (`AskResult.scope_match`),
     its words taken out of the question before its entities are read. LookupError for a scope no document has."""
-    from oprag_pipeline.index.vector_store import open_vector_store
-    from oprag_pipeline.resources import EmbedderResource
+    from oprag_pipeline.resources import EmbedderResource, open_configured_store
 
     root = data_dir or settings.data_dir()
     warehouse = settings.warehouse_path(root) if data_dir else settings.warehouse_path()
@@ -110,7 +109,7 @@ def ask(
     check_mode(mode, kb)
     write = build_writer(writer) if isinstance(writer, str) else writer
     own_store = store is None
-    store = store or open_vector_store(root)
+    store = store or open_configured_store(root)
     try:
         with duckdb.connect(str(warehouse), read_only=True) as conn:
             match, asked = None, question

@@ -191,19 +191,18 @@ def open_vector_store(
     options: CollectionOptions | None = None,
     *,
     api_key: str | None = None,
-    on_disk: bool | None = None,
-    max_segment_kb: int | None = None,
+    on_disk: bool = config.declared("OPRAG_QDRANT_ON_DISK").default,
+    max_segment_kb: int = config.declared("OPRAG_QDRANT_SEGMENT_KB").default,
 ) -> VectorStore:
-    """The store the pipeline uses: a Qdrant server when `url` or `QDRANT_URL` is set (with `api_key`, else
-    `QDRANT_API_KEY` if present), else the embedded Edge store under `data_dir/qdrant`. The API key is never logged.
-    `options` (default: from the environment) lay out collections created from now on; `on_disk` and
-    `max_segment_kb` (default: from the environment) configure the embedded store."""
-    url = url or config.value("QDRANT_URL")
-    options = options or CollectionOptions.from_env()
+    """The store the pipeline uses: a Qdrant server when `url` is given (with `api_key`), else the embedded Edge
+    store under `data_dir/qdrant`. The API key is never logged. `options` (default: the servers' defaults) lay out
+    collections created from now on; `on_disk` and `max_segment_kb` configure the embedded store. The environment's
+    choices (QDRANT_URL...) are read by `resources.VectorStoreResource` (`resources.open_configured_store` outside a
+    run)."""
+    options = options or CollectionOptions()
     if url:
         from qdrant_client import QdrantClient
 
-        api_key = api_key or config.secret("QDRANT_API_KEY")
         logger.info("vector store: Qdrant server at %s (api key %s)", redact_url(url), "set" if api_key else "unset")
         # 60 s rather than the client's 5 s default: `wait=True` writes and payload-index builds on a large
         # collection legitimately take longer than that.

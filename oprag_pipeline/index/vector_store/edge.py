@@ -80,8 +80,8 @@ class EdgeVectorStore:
         root: Path,
         *,
         optimize_on_close: bool = True,
-        on_disk: bool | None = None,
-        max_segment_kb: int | None = None,
+        on_disk: bool = config.declared("OPRAG_QDRANT_ON_DISK").default,
+        max_segment_kb: int = _EDGE_SEGMENT_KB,
         optimize_every: int = _EDGE_OPTIMIZE_EVERY,
         indexing_threshold_kb: int | None = None,
         options: CollectionOptions | None = None,
@@ -91,17 +91,17 @@ class EdgeVectorStore:
         self._edge = qdrant_edge
         # Vectors, HNSW graph and payload memory-mapped from disk instead of held in RAM, for collections near the
         # memory limit (env OPRAG_QDRANT_ON_DISK=1; applies to collections created afterwards).
-        self.on_disk = on_disk if on_disk is not None else config.value("OPRAG_QDRANT_ON_DISK")
+        self.on_disk = on_disk
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.optimize_on_close = optimize_on_close
         # Segment cap (KB of vector data) for collections created from now on; env OPRAG_QDRANT_SEGMENT_KB.
-        self.max_segment_kb = max_segment_kb or config.value("OPRAG_QDRANT_SEGMENT_KB")
+        self.max_segment_kb = max_segment_kb
         self.optimize_every = optimize_every
         # Segments below this many KB of vectors are searched exactly and left alone by the optimizer (None: the
         # engine's default, ~10 MB); tests lower it to exercise segment building on a few hundred points.
         self.indexing_threshold_kb = indexing_threshold_kb
-        self.options = options or CollectionOptions.from_env()
+        self.options = options or CollectionOptions()
         # Sent with every dense search (see QUANTIZED_OVERSAMPLING); a benchmark swaps it to compare the float search.
         self.dense_search_params = qdrant_edge.SearchParams(
             quantization=qdrant_edge.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)

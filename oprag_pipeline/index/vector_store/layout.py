@@ -12,8 +12,6 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from oprag_pipeline import config
-
 SHARD_NUMBER_ENV = "OPRAG_QDRANT_SHARD_NUMBER"
 REPLICATION_FACTOR_ENV = "OPRAG_QDRANT_REPLICATION_FACTOR"
 QUANTIZATION_ENV = "OPRAG_QDRANT_QUANTIZATION"
@@ -27,7 +25,8 @@ class CollectionOptions:
     process); None leaves the server's default. `quantization` "int8" keeps an 8-bit copy of the dense vectors in
     RAM (4x smaller than float32) that HNSW searches first, rescoring with the full vectors: at millions of points
     the float vectors then stay on disk / page cache while the graph walk reads RAM. Env: OPRAG_QDRANT_SHARD_NUMBER,
-    OPRAG_QDRANT_REPLICATION_FACTOR, OPRAG_QDRANT_QUANTIZATION (`int8` or unset). On Edge the quantization also
+    OPRAG_QDRANT_REPLICATION_FACTOR, OPRAG_QDRANT_QUANTIZATION (`int8` or unset), read by
+    `resources.VectorStoreResource.collection_options`. On Edge the quantization also
     applies to an existing collection the next time an index step opens it (`ensure_collection`); the server's
     options apply to collections it creates.
     """
@@ -43,16 +42,6 @@ class CollectionOptions:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1, not {value}")
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> CollectionOptions:
-        values = {
-            "shard_number": config.value(SHARD_NUMBER_ENV),
-            "replication_factor": config.value(REPLICATION_FACTOR_ENV),
-            "quantization": config.value(QUANTIZATION_ENV),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
 
 
 DENSE_VECTOR = "dense"

@@ -61,7 +61,7 @@ class ClientVectorStore:
         from qdrant_client.http import models
 
         self.client = client
-        self.options = options or CollectionOptions.from_env()
+        self.options = options or CollectionOptions()
         self._models = models
         self.dense_search_params = models.SearchParams(
             quantization=models.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)

@@ -231,17 +231,23 @@ class ExtractorResource(ConfigurableResource):
         from oprag_pipeline.enrich.factory import build_extractor
 
         price = config.parse_price(self.price_per_mtok, "extractor.price_per_mtok") if self.price_per_mtok else None
+        # unset fields take the environment's values, each read only by the kinds that use it
+        chosen: dict[str, Any] = {"document_tone": self.document_tone or config.value("OPRAG_DOCUMENT_TONE")}
+        if self.kind == "offline":
+            chosen["offline_scorer"] = self.offline_scorer or config.value("OPRAG_OFFLINE_SCORER")
+        else:
+            chosen["timeout"] = _field_or_env(self.timeout, "OPRAG_LLM_TIMEOUT")
+        if self.kind == "anthropic-batch":
+            chosen["batch_wait"] = config.value("OPRAG_LLM_BATCH_WAIT")
         return build_extractor(
             self.kind,
             model=self.model,
             base_url=self.base_url,
             max_concurrency=self.max_concurrency,
-            offline_scorer=self.offline_scorer,
-            document_tone=self.document_tone,
-            timeout=self.timeout,
             openai_mode=self.openai_mode,
             price_per_mtok=price,
             api_key=self.api_key,
+            **chosen,
         )
 
 
@@ -272,6 +278,12 @@ def _field_or_env(field: Any, name: str) -> Any:
     """A field's value, or when it is None (the resource was made without `build_resources`, or the variable was
     malformed when it ran) the variable's value now: a malformed one then fails the run that uses it, by name."""
     return field if field is not None else config.value(name)
+
+
+def llm_client(kind: str):
+    """An LLM extractor the environment configures (its key, model, timeout), for work beside the extraction: the
+    answer writer and the preference judge."""
+    return ExtractorResource(kind=kind).build()
 
 
 def open_configured_store(data_dir: Path) -> VectorStore:

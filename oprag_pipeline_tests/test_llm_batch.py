@@ -78,20 +78,20 @@ def test_an_errored_request_fails_its_document_alone(tmp_path: Path) -> None:
 def test_the_batch_extractor_is_chosen_by_name_and_keeps_its_ledger_under_the_data_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oprag_pipeline.enrich.factory import build_extractor
     from oprag_pipeline.enrich.llm import AnthropicBatchExtractor
+    from oprag_pipeline.resources import ExtractorResource
 
     monkeypatch.setenv("OPRAG_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("OPRAG_LLM_BATCH_WAIT", "0")
     with FakeLLMServer() as server:
         server.batch_polls_before_end = 1
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
-        batch = build_extractor("anthropic-batch")
+        batch = ExtractorResource(kind="anthropic-batch").build()
         assert isinstance(batch, AnthropicBatchExtractor)
         outcomes = batch.extract(DOCUMENTS[:1], ENTITIES)
         assert outcomes[0].failed and "still processing" in outcomes[0].failure_reason
         assert len(list((tmp_path / "llm_batches").glob("batch-*.json"))) == 1
-        online = build_extractor("anthropic")
+        online = ExtractorResource(kind="anthropic").build()
     # same prompts and model as the online extractor: cached extractions are shared, at the batch price
     assert (batch.name, batch.version) == (online.name, online.version)
     assert batch.estimated_cost_usd(1_000_000, 0) == pytest.approx(online.estimated_cost_usd(1_000_000, 0) / 2)

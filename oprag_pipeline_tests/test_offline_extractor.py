@@ -241,8 +241,10 @@ def test_the_document_tone_setting_reaches_the_offline_extractor(monkeypatch: py
 
     monkeypatch.delenv("OPRAG_DOCUMENT_TONE", raising=False)
     assert build_extractor("offline").review_tone is True  # read by default
+    assert ExtractorResource(kind="offline").build().review_tone is True
     monkeypatch.setenv("OPRAG_DOCUMENT_TONE", "ignore")
-    assert build_extractor("offline").review_tone is False
+    assert ExtractorResource(kind="offline").build().review_tone is False
+    assert build_extractor("offline").review_tone is True  # the library reads no environment
     assert ExtractorResource(kind="offline", document_tone="read").build().review_tone is True
     with pytest.raises(ValueError, match="OPRAG_DOCUMENT_TONE must be one of read, ignore"):
         build_extractor("offline", document_tone="sometimes")

@@ -632,7 +632,9 @@ def _student(engine: Any, mode: str) -> Any:
     if mode == "llm" and not isinstance(engine, OfflineExtractor):
         # the LLM labels the sample, the offline model extracts the corpus
         tone = getattr(engine, "student_review_tone", None)  # set by `factory.build_extractor`
-        return OfflineExtractor(review_tone=config.value("OPRAG_DOCUMENT_TONE") == "read" if tone is None else tone)
+        return OfflineExtractor(
+            review_tone=config.declared("OPRAG_DOCUMENT_TONE").default == "read" if tone is None else tone
+        )
     return engine
 
 

@@ -45,10 +45,10 @@ def build_writer(kind: str) -> Callable[[AnswerContext], Answer]:
     if kind == "offline":
         return compose_offline
     if kind in ("anthropic", "openai-compatible"):
-        from oprag_pipeline.enrich.factory import build_extractor
         from oprag_pipeline.generate.llm_writer import write_with_llm
+        from oprag_pipeline.resources import llm_client
 
-        client = build_extractor(kind)
+        client = llm_client(kind)
         return lambda context: write_with_llm(client, context)
     raise ValueError(f"unknown writer {kind!r}; choose one of {', '.join(WRITERS)}")
 

@@ -251,9 +251,9 @@ def answer_preference(
             return MaterializeResult(metadata={"status": message})
         if judge not in ("anthropic", "openai-compatible"):
             raise ValueError(f"{JUDGE_ENV} must be anthropic or openai-compatible, not {judge!r}")
-        from oprag_pipeline.enrich.factory import build_extractor
+        from oprag_pipeline.resources import llm_client
 
-        client = build_extractor(judge)
+        client = llm_client(judge)
         by_question: dict[str, dict[str, str]] = defaultdict(dict)
         questions: dict[str, str] = {}
         for question_id, variant, text, question in conn.execute(

@@ -17,7 +17,7 @@ import pydantic
 from pydantic import BaseModel
 
 from oprag_pipeline import config
-from oprag_pipeline.enrich.llm.base import LLMOptions, _env_float, _LLMExtractor
+from oprag_pipeline.enrich.llm.base import LLMOptions, _LLMExtractor
 from oprag_pipeline.enrich.llm.grounding import RegistryIndex, to_opinions
 from oprag_pipeline.enrich.llm.pricing import batch_price_factor, model_facts, resolve_price
 from oprag_pipeline.enrich.llm.prompts import OpinionExtraction, render_system_prompt, render_user_prompt
@@ -248,7 +248,7 @@ class AnthropicBatchExtractor(AnthropicExtractor):
         options: LLMOptions | None = None,
         *,
         ledger_dir: Path | None = None,
-        max_wait: float | None = None,
+        max_wait: float = config.declared("OPRAG_LLM_BATCH_WAIT").default,
         poll_seconds: float = 30.0,
         **settings: Any,
     ) -> None:
@@ -258,7 +258,7 @@ class AnthropicBatchExtractor(AnthropicExtractor):
 
             ledger_dir = oprag_settings.data_dir() / "llm_batches"
         self.ledger_dir = ledger_dir
-        self.max_wait = max_wait if max_wait is not None else _env_float("OPRAG_LLM_BATCH_WAIT", 3600.0)
+        self.max_wait = max_wait
         self.poll_seconds = poll_seconds
 
     def extract(

@@ -48,25 +48,20 @@ logger = logging.getLogger(__package__)  # the package's one logger (see transpo
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _env_float(variable: str, default: float) -> float:
-    raw = config.raw(variable)
-    return float(raw) if raw else default
-
-
 @dataclass(frozen=True)
 class LLMOptions:
     """What both LLM clients take, in one place; the constructors accept these fields as keywords too.
 
-    `timeout` None reads `OPRAG_LLM_TIMEOUT` (default 60 s). `max_attempts` is the HTTP attempts of one request,
-    i.e. the SDK's `max_retries` + 1; `validation_retries` the re-asks of a schema-invalid answer (instructor);
-    `max_retry_wait` caps any `retry-after` a server asks for. `price_per_mtok` (input, output USD per million
-    tokens) overrides the environment and llm_models.toml.
+    `timeout` is seconds per request (default: `OPRAG_LLM_TIMEOUT`'s; the extractor resource passes its value).
+    `max_attempts` is the HTTP attempts of one request, i.e. the SDK's `max_retries` + 1; `validation_retries` the
+    re-asks of a schema-invalid answer (instructor); `max_retry_wait` caps any `retry-after` a server asks for.
+    `price_per_mtok` (input, output USD per million tokens) overrides the environment and llm_models.toml.
     """
 
     model: str | None = None
     base_url: str | None = None
     max_concurrency: int = 4
-    timeout: float | None = None
+    timeout: float = config.declared("OPRAG_LLM_TIMEOUT").default
     max_attempts: int = 5
     validation_retries: int = 2
     max_retry_wait: float = 120.0
@@ -77,9 +72,6 @@ class LLMOptions:
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.max_attempts < 1 or self.validation_retries < 0:
             raise ValueError("max_concurrency and max_attempts must be >= 1, validation_retries >= 0")
-
-    def resolved_timeout(self) -> float:
-        return self.timeout if self.timeout is not None else _env_float("OPRAG_LLM_TIMEOUT", 60.0)
 
 
 class _LLMExtractor:
@@ -93,7 +85,7 @@ class _LLMExtractor:
         self.options = options
         self.model = model
         self.max_concurrency = options.max_concurrency
-        self.timeout = options.resolved_timeout()
+        self.timeout = options.timeout
         self.max_attempts = options.max_attempts
         self.validation_retries = options.validation_retries
         self.max_tokens = options.max_tokens

@@ -13,8 +13,11 @@ from oprag_training.converters import (
     PROJECT_EMOTIONS,
     FormatError,
     dmaste_line,
+    goemotions_neutral,
     held_back,
+    neutral_targets,
     newsmtsc_polarity,
+    noun_target,
     project_emotions,
     read_dmaste,
     read_goemotions,
@@ -150,3 +153,33 @@ def test_vader_groundtruth_reader_and_held_back_split(tmp_path: Path) -> None:
     path.write_text("1\t7.5\tout of range\n", encoding="utf-8")
     with pytest.raises(FormatError, match="outside"):
         read_vader_groundtruth(path)
+
+
+def test_goemotions_neutral_keeps_whole_statements_labelled_only_neutral(tmp_path: Path) -> None:
+    labels = ["anger", "joy", "neutral"]
+    path = tmp_path / "g.tsv"
+    rows = [
+        "We moved the meeting to the second floor room.\t2\tid1",  # kept
+        "The parcel arrived and I was so happy about it.\t1,2\tid2",  # another label beside neutral
+        "ok sure\t2\tid3",  # a reply fragment
+        "[NAME] took the train to the city on Monday.\t2\tid4",  # the placeholder would be the noun
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert goemotions_neutral(path, labels) == ["We moved the meeting to the second floor room."]
+    path.write_text("one field only\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"g.tsv:1"):
+        goemotions_neutral(path, labels)
+
+
+def test_neutral_targets_are_nouns_of_the_statement_chosen_the_same_way_every_time() -> None:
+    text = "The charger comes in a separate box with the cable."
+    start, end = noun_target(text)
+    assert text[start:end] in {"charger", "box", "cable"}
+    assert noun_target(text) == (start, end)
+    assert noun_target("Wow, so quickly!") is None  # no noun: no example
+    (example,) = neutral_targets([text, "Wow, so quickly!"], "fixture")
+    assert (example.polarity, example.source, example.text[example.start : example.end]) == (
+        "neutral",
+        "fixture",
+        text[start:end],
+    )

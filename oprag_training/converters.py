@@ -254,3 +254,61 @@ def held_back(key: str, share: float = 0.2) -> bool:
     machine and in every run, and a fifth of each file (not a fifth overall) is held back."""
     digest = int(hashlib.md5(key.encode("utf-8")).hexdigest()[:8], 16)
     return digest / 0xFFFFFFFF < share
+
+
+# ---------------------------------------------------------------------------------- neutral targets from rated text
+NEUTRAL_RATING = 0.5
+"""A sentence whose raters' mean lies within half a point of zero (on VADER's -4..+4 scale, half of the scale's
+smallest step from neutral) states no opinion; a noun of it is a neutral target."""
+
+
+def goemotions_neutral(path: Path, label_names: Sequence[str]) -> list[str]:
+    """The comments of a GoEmotions TSV whose only label is ``neutral`` (no emotion at all), in file order."""
+    out: list[str] = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        try:
+            if len(parts) != 3:
+                raise ValueError(f"{len(parts)} tab-separated fields, expected 3")
+            labels = {label_names[int(i)] for i in parts[1].split(",")}
+        except (ValueError, IndexError) as exc:
+            raise FormatError(f"{path}:{number}: {exc}") from None
+        # a whole statement, not a reply fragment, and no anonymisation placeholder ("[NAME]") as its noun
+        if labels == {"neutral"} and len(parts[0].split()) >= 6 and "[" not in parts[0]:
+            out.append(parts[0])
+    return out
+
+
+def noun_target(text: str) -> tuple[int, int] | None:
+    """One common noun of the text as a target span, chosen by the MD5 of the text (the same on every machine);
+    None when the tagger finds no noun of three letters or more. Grammar (TextBlob's bundled tagger), no word list."""
+    import textblob.en
+
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for word, tag in textblob.en.tag(text):
+        start = text.find(word, position)
+        if start < 0:
+            continue
+        position = start + len(word)
+        if tag in ("NN", "NNS") and len(word) >= 3 and word.isalpha():
+            spans.append((start, position))
+    if not spans:
+        return None
+    return spans[int(hashlib.md5(text.encode("utf-8")).hexdigest()[:8], 16) % len(spans)]
+
+
+def neutral_targets(texts: Iterable[str], source: str) -> list[PolarityExample]:
+    """Neutral polarity examples from texts that state no opinion: one noun target each (texts with none skipped).
+
+    Review corpora with target labels (DMASTE, TSA-MD) label only targets that carry an opinion, so a model trained
+    on them learns that every product noun is positive or negative; these examples teach that a plain statement
+    about a thing ("I ordered the phone on Tuesday.") is neutral."""
+    out: list[PolarityExample] = []
+    for text in texts:
+        span = noun_target(text)
+        if span is not None:
+            out.append(PolarityExample(text, span[0], span[1], "neutral", source))
+    return out

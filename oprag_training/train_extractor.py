@@ -49,13 +49,16 @@ from oprag_pipeline.enrich.train_aspect_model import (
 )
 from oprag_training.converters import (
     GOEMOTIONS_TO_PROJECT,
+    NEUTRAL_RATING,
     NO_GOEMOTIONS_COUNTERPART,
     PROJECT_EMOTIONS,
     EmotionExample,
     PolarityExample,
     RatedExample,
     goemotions_labels,
+    goemotions_neutral,
     held_back,
+    neutral_targets,
     read_dmaste,
     read_goemotions,
     read_newsmtsc,
@@ -76,6 +79,7 @@ DEFAULT_MIX: dict[str, tuple[int | None, int]] = {
     "newsmtsc": (4000, 1),
     "goemotions": (10000, 1),
     "vader": (6000, 1),
+    "neutral": (3000, 1),
 }
 SOURCES = {
     "mams": "MAMS (Jiang et al. 2019), siat-nlp/MAMS-for-ABSA cddcdb0f, Apache-2.0",
@@ -84,6 +88,8 @@ SOURCES = {
     "newsmtsc": "NewsMTSC (Hamborg and Donnay 2021), fhamborg/NewsMTSC b9d9b797, MIT",
     "goemotions": "GoEmotions (Demszky et al. 2020), corlene-r/enhancing-bert-using-syntax 60f24a84, Apache-2.0",
     "vader": "VADER ground truth (Hutto and Gilbert 2014), cjhutto/vaderSentiment 44fc044c, MIT",
+    "neutral": "neutral targets: a noun of each GoEmotions comment labelled only 'neutral' and of each VADER "
+    "ground-truth sentence (not held back) rated within 0.5 of zero (Apache-2.0 and MIT, as above)",
 }
 
 
@@ -106,8 +112,18 @@ def load_polarity_sets(data: Path) -> tuple[dict[str, list[tuple[AspectItem, int
     train["tsa_md"] = pairs(read_tsa_md(data / "tsa_md" / "TSA-MD.train.json"))
     dev["tsa_md_dev"] = pairs(read_tsa_md(data / "tsa_md" / "TSA-MD.dev.json"))
     train["newsmtsc"] = pairs(read_newsmtsc(data / "newsmtsc" / "train.jsonl"))
+    train["neutral"] = pairs(neutral_examples(data))
     dev["newsmtsc_dev"] = pairs(read_newsmtsc(data / "newsmtsc" / "devtest_mt.jsonl"))
     return {**train, **{f"dev:{k}": v for k, v in dev.items()}}, {"mams_splits": splits}
+
+
+def neutral_examples(data: Path) -> list[PolarityExample]:
+    """Neutral targets from text that states no opinion (``converters.neutral_targets``): GoEmotions train comments
+    labelled only neutral, and the VADER ground-truth sentences that train (not held back) rated near zero."""
+    names = goemotions_labels(data / "goemotions" / "labels.txt")
+    comments = goemotions_neutral(data / "goemotions" / "train.tsv", names)
+    rated = [r.text for r in load_ratings(data)["train"] if abs(r.rating) <= NEUTRAL_RATING]
+    return neutral_targets(comments, "goemotions_neutral") + neutral_targets(rated, "vader_neutral")
 
 
 def load_emotions(data: Path) -> dict[str, list[EmotionExample]]:

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar, get_args
 
-from oprag_pipeline import config
+from oprag_pipeline import config, settings
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +35,9 @@ def available_providers() -> list[str]:
 
 
 def device_setting() -> str:
-    """`OPRAG_DEVICE`: auto (default), cpu or cuda."""
-    return config.value(DEVICE_ENV)
+    """`OPRAG_DEVICE`: auto (default), cpu or cuda (`settings.device`: the process's hardware, which the aspect model
+    and the embedder share)."""
+    return settings.device()
 
 
 def select_providers(available: Sequence[str] | None = None, device: config.Device | None = None) -> list[str]:

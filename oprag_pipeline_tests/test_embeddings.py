@@ -230,12 +230,16 @@ def test_folders_load_with_plain_fastembed(embedder: OfflineEmbedder, shared_mod
 
 
 def test_other_fastembed_models_can_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oprag_pipeline.resources import EmbedderResource
+
     monkeypatch.setenv(embeddings.EMBED_MODEL_ENV, "BAAI/bge-small-en-v1.5")
-    named = OfflineEmbedder()
+    named = EmbedderResource().embedder()  # the resource reads the environment; the embedder takes arguments
     assert named.model_name == "BAAI/bge-small-en-v1.5"
     assert not named.is_offline_default
     assert named.dim == 384  # from fastembed's model list, nothing downloaded
+    assert OfflineEmbedder(model_name="BAAI/bge-small-en-v1.5").model_name == named.model_name
     monkeypatch.setenv(embeddings.EMBED_MODEL_ENV, DEFAULT_DENSE_MODEL)
+    assert EmbedderResource().embedder().is_offline_default
     assert OfflineEmbedder().is_offline_default
 
 

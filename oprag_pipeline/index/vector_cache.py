@@ -275,10 +275,11 @@ class CachedDenseEncoder:
         """Word pieces per text as the encoder sees them (special tokens excluded, truncated at its limit)."""
         from tokenizers import Tokenizer
 
-        from oprag_pipeline.embeddings import MAX_TOKENS, ensure_dense_model_dir
+        from oprag_pipeline.embeddings import DEFAULT_PRECISION, MAX_TOKENS, ensure_dense_model_dir
 
         if self._tokenizer is None:
-            self._tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir() / "tokenizer.json"))
+            precision = getattr(self.embedder, "precision", DEFAULT_PRECISION)
+            self._tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir(precision) / "tokenizer.json"))
             self._tokenizer.no_truncation()
             self._tokenizer.no_padding()
         encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)

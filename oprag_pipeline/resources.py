@@ -44,6 +44,12 @@ class DataDirResource(ConfigurableResource):
     def domains(self) -> list[str]:
         return settings.list_domains(self.root)
 
+    def shards_uri(self) -> str | Path:
+        """Where extraction and embedding shards write their inputs and parts: `OPRAG_SHARD_URI` (a folder or a URI
+        pyarrow opens), else `shards/` in the data directory (the extractor's `shard_uri` field overrides it for the
+        extraction)."""
+        return config.value_or_none("OPRAG_SHARD_URI") or self.root / "shards"
+
 
 class WarehouseResource(DuckDBResource, SQLClient):
     """Dagster's own DuckDB resource (it retries while another process holds the file lock), also usable as the
@@ -129,6 +135,13 @@ class EmbedderResource(ConfigurableResource):
 
     def embed_dense(self, texts):
         return self.embedder().embed_dense(list(texts))
+
+    def vector_cache_root(self, data_dir: str | Path) -> Path:
+        """Where embedded vectors are kept for reuse: the `vector_cache_dir` field, else `OPRAG_VECTOR_CACHE_DIR`,
+        else `vector_cache/` in `data_dir`."""
+        if self.vector_cache_dir:
+            return Path(self.vector_cache_dir).expanduser()
+        return config.value("OPRAG_VECTOR_CACHE_DIR") or Path(data_dir) / "vector_cache"
 
 
 _EMBEDDERS: dict[tuple[str, str, str | None], Any] = {}
@@ -278,6 +291,19 @@ def _field_or_env(field: Any, name: str) -> Any:
     """A field's value, or when it is None (the resource was made without `build_resources`, or the variable was
     malformed when it ran) the variable's value now: a malformed one then fails the run that uses it, by name."""
     return field if field is not None else config.value(name)
+
+
+def run_config_default(name: str) -> Any:
+    """The environment's value for the asset run-config field `name` feeds (`config.py` names it), read when the
+    definitions load, or the declared default when it is malformed: the definitions must still load for the UI,
+    and the CLI refuses the bad value before any run with a one-line message."""
+    return config.value_or_default(name)
+
+
+def run_config_fallback(name: str) -> str:
+    """The environment's text for a run-config field left empty (the preference judge), read when the run uses
+    it; "" when unset."""
+    return config.raw(name)
 
 
 def llm_client(kind: str):

@@ -27,7 +27,6 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from oprag_pipeline import config
 from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.concurrency import WAREHOUSE_OP, WAREHOUSE_STEP
 from oprag_pipeline.enrich import authors, ratings, shards, store
@@ -41,7 +40,7 @@ from oprag_pipeline.warehouse import batches_of_records, ensure_tables, insert_r
 
 
 def _shard_store(extractor: ExtractorResource, paths: DataDirResource) -> shards.ShardStore:
-    return shards.ShardStore(extractor.shard_uri or config.value_or_none("OPRAG_SHARD_URI") or paths.root / "shards")
+    return shards.ShardStore(extractor.shard_uri or paths.shards_uri())
 
 
 def _merge_parts(conn, shard_store: shards.ShardStore, domain: str) -> int:

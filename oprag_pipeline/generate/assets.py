@@ -13,7 +13,6 @@ from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataVa
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from oprag_pipeline import config as env_config  # `config` is the assets' run config
 from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.enrich.offline import OfflineExtractor
 from oprag_pipeline.evaluate.metrics import ScoreDistribution
@@ -25,7 +24,7 @@ from oprag_pipeline.generate.fidelity import answer_fidelity, conveyed_distribut
 from oprag_pipeline.generate.judge import PairToJudge, judge_pairs
 from oprag_pipeline.index.retrieval import BALANCED, Retriever
 from oprag_pipeline.partitions import domain_partitions
-from oprag_pipeline.resources import EmbedderResource, VectorStoreResource
+from oprag_pipeline.resources import EmbedderResource, VectorStoreResource, run_config_fallback
 from oprag_pipeline.schema import rounded_cost, total_cost
 from oprag_pipeline.warehouse import ensure_tables, replace_rows, table_exists
 
@@ -241,7 +240,7 @@ def answer_preference(
     context: AssetExecutionContext, config: AnswerPreferenceConfig, warehouse: DuckDBResource
 ) -> MaterializeResult:
     domain = context.partition_key
-    judge = config.judge or env_config.raw(JUDGE_ENV)
+    judge = config.judge or run_config_fallback(JUDGE_ENV)
     with warehouse.get_connection() as conn:
         _ensure_tables(conn)
         if not judge:

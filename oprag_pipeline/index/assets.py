@@ -39,7 +39,7 @@ from oprag_pipeline.index.vector_cache import CachedDenseEncoder
 from oprag_pipeline.index.vector_store import batched
 from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.progress import Progress
-from oprag_pipeline.resources import DataDirResource, EmbedderResource, VectorStoreResource
+from oprag_pipeline.resources import DataDirResource, EmbedderResource, VectorStoreResource, run_config_default
 from oprag_pipeline.warehouse import ensure_tables, records, replace_rows
 
 VECTOR_CACHE_ENV = "OPRAG_VECTOR_CACHE_DIR"
@@ -49,13 +49,11 @@ ENRICHED_DENSE_ENV = "OPRAG_ENRICHED_DENSE"
 def vector_cache_root(data_dir: str | Path, configured: str | None = None) -> Path:
     """Where embedded vectors are kept for reuse: `configured` (the embedder resource's field), else
     `OPRAG_VECTOR_CACHE_DIR`, else `vector_cache/` in the data dir."""
-    if configured:
-        return Path(configured).expanduser()
-    return env_config.value(VECTOR_CACHE_ENV) or Path(data_dir) / "vector_cache"
+    return EmbedderResource(vector_cache_dir=configured).vector_cache_root(data_dir)
 
 
 def _encoder(embedder: EmbedderResource, vector_store: VectorStoreResource) -> CachedDenseEncoder:
-    return CachedDenseEncoder(embedder.embedder(), vector_cache_root(vector_store.data_dir, embedder.vector_cache_dir))
+    return CachedDenseEncoder(embedder.embedder(), embedder.vector_cache_root(vector_store.data_dir))
 
 
 def _count_check(kb: str, source: str) -> AssetCheckSpec:
@@ -277,11 +275,11 @@ def _index_entity_docs(context, warehouse, embedder, vector_store, *, kb: str, d
 
 
 def _default_dense() -> DenseMode:
-    return env_config.value_or_default(ENRICHED_DENSE_ENV)
+    return run_config_default(ENRICHED_DENSE_ENV)
 
 
 def _embedding_store(paths: DataDirResource):
-    return embed_shards.embedding_shard_store(env_config.value_or_none("OPRAG_SHARD_URI") or paths.root / "shards")
+    return embed_shards.embedding_shard_store(paths.shards_uri())
 
 
 @op(

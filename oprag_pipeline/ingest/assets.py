@@ -13,20 +13,19 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from oprag_pipeline import config as env_config  # `config` is the asset's run config
 from oprag_pipeline import settings
 from oprag_pipeline.asset_metadata import table_metadata
 from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.ingest import readers, store
 from oprag_pipeline.ingest.sensors import files_fingerprint
 from oprag_pipeline.partitions import domain_partitions
-from oprag_pipeline.resources import DataDirResource
+from oprag_pipeline.resources import DataDirResource, run_config_default
 
 
 def _default_max_text_chars() -> int:
     """The environment's limit, or the built-in one when it is invalid: definitions must still load (for the UI);
     the CLI refuses the bad value before any run with a one-line message."""
-    return env_config.value_or_default("OPRAG_MAX_TEXT_CHARS")
+    return run_config_default("OPRAG_MAX_TEXT_CHARS")
 
 
 class RawDocumentsConfig(Config):

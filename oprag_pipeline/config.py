@@ -7,8 +7,12 @@ fields' values when the definitions load, so the launchpad shows what the enviro
 a run. Secrets (`secret=True`) are never a config value: their resource field is a `dagster.EnvVar`, resolved in
 the run's process, so the key is not stored with the run nor shown in the UI.
 
-Code reads a variable only through `value()` (or `secret()`), never `os.environ` directly, and the test
-`oprag_pipeline_tests/test_config.py` scans the sources for reads of undeclared names. The table of
+Code reads a variable only through `value()` (or `secret()`), never `os.environ` directly, and only in the build
+step: `settings.py` (paths, device), `resources.py` (the resources, and their unset fields when used),
+`definitions.py` / `celery_app.py` (the executor) and `cli.py` (its bootstrap and checks); library modules and assets
+take their settings as arguments or from resources, with the declared defaults (`declared(name).default`, the
+`Literal` types below). The tests in `oprag_pipeline_tests/test_config.py` scan the sources for reads of undeclared
+names and for reads outside those modules. The table of
 `docs/configuration.md` between the `config-table` markers is generated from `VARIABLES`:
 `python -m oprag_pipeline.config --markdown` prints it, `--update-docs` rewrites it in place (a test fails when the
 file is out of date).

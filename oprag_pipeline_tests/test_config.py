@@ -275,3 +275,62 @@ def test_loading_the_definitions_creates_nothing(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == str(data / "warehouse.duckdb")
     assert not (tmp_path / "not-yet").exists()
+
+
+# Who reads the environment. `config.py` declares and parses it; `settings.py` reads the process's paths and device;
+# `resources.py` builds the resources from it (`build_resources`, and the unset fields of a resource made without
+# it); `definitions.py` and `celery_app.py` choose the executor and broker when the definitions or a worker load;
+# `cli.py` sets OPRAG_DATA_DIR / DAGSTER_HOME and checks the environment before a command. Every other module takes
+# its settings as arguments.
+ENVIRONMENT_READERS = {
+    "oprag_pipeline/config.py",
+    "oprag_pipeline/settings.py",
+    "oprag_pipeline/resources.py",
+    "oprag_pipeline/definitions.py",
+    "oprag_pipeline/celery_app.py",
+    "oprag_pipeline/cli.py",
+}
+# Still reading, to move: the LLM adapters fall back to their key, model, endpoint, mode and price variables when the
+# factory passes none (the extractor resource passes the kind's model and price; the key is its EnvVar).
+NOT_YET_MOVED = {
+    "oprag_pipeline/enrich/llm/anthropic_api.py",
+    "oprag_pipeline/enrich/llm/openai_compatible.py",
+    "oprag_pipeline/enrich/llm/pricing.py",
+}
+_READING_FUNCTIONS = "value|raw|is_set|secret|value_or_none|value_or_default|problems"
+_ENVIRONMENT_READ = re.compile(
+    rf"\b\w*config\.(?:{_READING_FUNCTIONS})\("
+    rf"|from oprag_pipeline\.config import [^\n]*\b(?:{_READING_FUNCTIONS})\b"
+    r"|\bos\.environ\b|\bgetenv\("
+)
+
+
+def environment_reads(text: str) -> list[int]:
+    """Line numbers of `text` that read the environment (a config reading function, os.environ, getenv)."""
+    return [text[: m.start()].count("\n") + 1 for m in _ENVIRONMENT_READ.finditer(text)]
+
+
+def test_the_reading_scan_sees_each_kind_of_read() -> None:
+    text = (
+        'config.value("A")\nenv_config.raw("B")\nconfig.value_or_default("C")\nos.environ["D"] = "1"\n'
+        'os.getenv("E")\nfrom oprag_pipeline.config import secret\nconfig.declared("F").default\n'
+        'config.choice("G", x)\nconfig.judge or x\n'
+    )
+    assert environment_reads(text) == [1, 2, 3, 4, 5, 6]
+
+
+def test_only_the_build_step_reads_the_environment() -> None:
+    """Library modules and assets take their settings as arguments or from resources; reading a declaration
+    (`config.declared(...).default`, the Literal types, `config.choice`) is not reading the environment."""
+    package = CHECKOUT / "oprag_pipeline"
+    reading = {
+        str(path.relative_to(CHECKOUT)): lines
+        for path in sorted(package.rglob("*.py"))
+        if "__pycache__" not in path.parts
+        for lines in [environment_reads(path.read_text(encoding="utf-8"))]
+        if lines
+    }
+    unexpected = {path: lines for path, lines in reading.items() if path not in ENVIRONMENT_READERS | NOT_YET_MOVED}
+    assert not unexpected, f"take these settings as arguments, resolved by resources.py: {unexpected}"
+    moved = NOT_YET_MOVED - set(reading)
+    assert not moved, f"these no longer read the environment: drop them from NOT_YET_MOVED: {moved}"

@@ -245,6 +245,15 @@ class ExtractorResource(ConfigurableResource):
 
         price = config.parse_price(self.price_per_mtok, "extractor.price_per_mtok") if self.price_per_mtok else None
         # unset fields take the environment's values, each read only by the kinds that use it
+        variables = _KIND_VARIABLES.get(self.kind, {})
+        model = self.model or (config.value(variables["model"]) if "model" in variables else None)
+        if price is None and "price_per_mtok" in variables:
+            price = config.value(variables["price_per_mtok"])
+        base_url, openai_mode = self.base_url, self.openai_mode
+        if "base_url" in variables:
+            base_url = base_url or config.value(variables["base_url"]) or config.value("OPENAI_BASE_URL")
+        if "openai_mode" in variables:
+            openai_mode = openai_mode or config.value(variables["openai_mode"])
         chosen: dict[str, Any] = {"document_tone": self.document_tone or config.value("OPRAG_DOCUMENT_TONE")}
         if self.kind == "offline":
             chosen["offline_scorer"] = self.offline_scorer or config.value("OPRAG_OFFLINE_SCORER")
@@ -254,10 +263,10 @@ class ExtractorResource(ConfigurableResource):
             chosen["batch_wait"] = config.value("OPRAG_LLM_BATCH_WAIT")
         return build_extractor(
             self.kind,
-            model=self.model,
-            base_url=self.base_url,
+            model=model,
+            base_url=base_url,
             max_concurrency=self.max_concurrency,
-            openai_mode=self.openai_mode,
+            openai_mode=openai_mode,
             price_per_mtok=price,
             api_key=self.api_key,
             **chosen,

@@ -434,9 +434,7 @@ def test_environment_configures_model_and_base_url(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
     monkeypatch.setenv("OPRAG_ANTHROPIC_MODEL", "claude-haiku-4-5")
-    from oprag_pipeline.enrich.factory import build_extractor
-
-    extractor = build_extractor("anthropic", max_concurrency=2)
+    extractor = ExtractorResource(kind="anthropic", max_concurrency=2).build()
     outcomes = extractor.extract(docs("d1"), ENTITIES)
     assert not outcomes[0].failed
     assert server.requests[0].body["model"] == "claude-haiku-4-5"
@@ -469,7 +467,9 @@ def test_cost_estimates_use_the_price_table_and_overrides(api_key: str, monkeypa
     assert dated.estimated_cost_usd(2_000_000, 0) == pytest.approx(6.0)
     assert AnthropicExtractor(price_per_mtok=(1.0, 2.0)).estimated_cost_usd(500_000, 500_000) == pytest.approx(1.5)
     monkeypatch.setenv("OPRAG_OPENAI_PRICE_PER_MTOK", "0.5,1.5")
-    assert OpenAICompatibleExtractor(model="m").estimated_cost_usd(1_000_000, 1_000_000) == pytest.approx(2.0)
+    assert OpenAICompatibleExtractor(model="m").estimated_cost_usd(1_000_000, 1_000_000) is None  # not in the table
+    from_env = ExtractorResource(kind="openai-compatible", model="m").build()  # the resource reads the environment
+    assert from_env.estimated_cost_usd(1_000_000, 1_000_000) == pytest.approx(2.0)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -66,8 +66,9 @@ class AnthropicExtractor(_LLMExtractor):
     stability comes from the forced tool call, the closed schema and the extraction cache instead.
 
     Environment: `ANTHROPIC_API_KEY` (required, the only source of the key), `ANTHROPIC_BASE_URL` (optional, honoured
-    by the SDK), `OPRAG_ANTHROPIC_MODEL` (default `claude-sonnet-4-5`), `OPRAG_ANTHROPIC_PRICE_PER_MTOK`,
-    `OPRAG_LLM_TIMEOUT` (seconds, default 60).
+    by the SDK). The extractor resource passes `OPRAG_ANTHROPIC_MODEL` (default `claude-sonnet-4-5`),
+    `OPRAG_ANTHROPIC_PRICE_PER_MTOK` and `OPRAG_LLM_TIMEOUT` (seconds, default 60) as `model`, `price_per_mtok` and
+    `timeout`.
     """
 
     name: ClassVar[str] = "anthropic"
@@ -94,7 +95,7 @@ class AnthropicExtractor(_LLMExtractor):
         import anthropic
         import instructor
 
-        model = options.model or config.raw("OPRAG_ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
+        model = options.model or DEFAULT_ANTHROPIC_MODEL
         price = resolve_price(model, options.price_per_mtok, "OPRAG_ANTHROPIC_PRICE_PER_MTOK")
         super().__init__(options, model, price, anthropic.AnthropicError)
         if force_tool is None:

@@ -32,10 +32,11 @@ class OpenAICompatibleExtractor(_LLMExtractor):
     llama.cpp with --jinja), "json" (response_format json_object plus the schema in the prompt; the widest support),
     or "json_schema" (response_format json_schema; vLLM, recent Ollama, OpenAI).
 
-    Environment: `OPRAG_OPENAI_BASE_URL` (else `OPENAI_BASE_URL`, else Ollama's `http://localhost:11434/v1`),
-    `OPRAG_OPENAI_MODEL` (required unless `model=` is given), `OPRAG_OPENAI_MODE` (default tools), `OPENAI_API_KEY`
-    (optional: a placeholder is sent when the local server needs none), `OPRAG_OPENAI_PRICE_PER_MTOK` (else
-    llm_models.toml, else the cost is unknown; "0,0" for a local server), `OPRAG_LLM_TIMEOUT`.
+    Environment: `OPENAI_API_KEY` (optional: a placeholder is sent when the local server needs none). The extractor
+    resource passes `OPRAG_OPENAI_BASE_URL` (else `OPENAI_BASE_URL`; unset here: Ollama's `http://localhost:11434/v1`),
+    `OPRAG_OPENAI_MODEL` (required), `OPRAG_OPENAI_MODE` (default tools), `OPRAG_OPENAI_PRICE_PER_MTOK` (else
+    llm_models.toml, else the cost is unknown; "0,0" for a local server) and `OPRAG_LLM_TIMEOUT` as `base_url`,
+    `model`, `mode`, `price_per_mtok` and `timeout`.
     """
 
     name: ClassVar[str] = "openai-compatible"
@@ -53,24 +54,19 @@ class OpenAICompatibleExtractor(_LLMExtractor):
         extractor resource's `EnvVar("OPENAI_API_KEY")`; None reads that variable here (a placeholder when unset).
         It goes to the SDK client only, never onto the extractor."""
         options = replace(options or LLMOptions(), **settings)
-        model = options.model or config.raw("OPRAG_OPENAI_MODEL")
+        model = options.model
         if not model:
             raise ValueError(
                 "no model for the openai-compatible extractor: set OPRAG_OPENAI_MODEL (e.g. the name `ollama list` "
                 "shows) or pass model="
             )
-        chosen_mode = mode or config.raw("OPRAG_OPENAI_MODE").lower() or "tools"
+        chosen_mode = mode or "tools"
         if chosen_mode not in ("tools", "json", "json_schema"):
             raise ValueError(f"OPRAG_OPENAI_MODE must be tools, json or json_schema, not {chosen_mode!r}")
         import instructor
         import openai
 
-        self.base_url = (
-            options.base_url
-            or config.raw("OPRAG_OPENAI_BASE_URL")
-            or config.raw("OPENAI_BASE_URL")
-            or DEFAULT_OPENAI_BASE_URL
-        )
+        self.base_url = options.base_url or DEFAULT_OPENAI_BASE_URL
         price = resolve_price(model, options.price_per_mtok, "OPRAG_OPENAI_PRICE_PER_MTOK")
         super().__init__(options, model, price, openai.OpenAIError)
         self.mode: str = chosen_mode

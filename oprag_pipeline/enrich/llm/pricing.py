@@ -10,8 +10,6 @@ import logging
 import tomllib
 from dataclasses import dataclass
 
-from oprag_pipeline import config
-
 logger = logging.getLogger(__package__)  # the package's one logger (see transport._REDACTED_LOGGERS)
 
 
@@ -95,25 +93,12 @@ def model_facts(model: str) -> ModelFacts | None:
     return table[max(matches, key=len)] if matches else None
 
 
-def _price_from_env(variable: str) -> TokenPrice | None:
-    raw = config.raw(variable)
-    if not raw:
-        return None
-    try:
-        input_price, output_price = (float(part) for part in raw.split(","))
-    except ValueError as exc:
-        raise ValueError(f"{variable} must be 'input,output' in USD per million tokens, e.g. '3,15'") from exc
-    return TokenPrice(input_price, output_price)
-
-
 def resolve_price(model: str, override: tuple[float, float] | None, env_variable: str) -> TokenPrice | None:
-    """`price_per_mtok=`, else the environment, else llm_models.toml; None (cost unknown) when none knows it, so a
-    model missing from the table is reported as of unknown cost rather than as free."""
+    """`price_per_mtok=` (the extractor resource passes `env_variable`'s value), else llm_models.toml; None (cost
+    unknown) when neither knows it, so a model missing from the table is reported as of unknown cost rather than as
+    free."""
     if override is not None:
         return TokenPrice(*override)
-    price = _price_from_env(env_variable)
-    if price is not None:
-        return price
     facts = model_facts(model)
     if facts is None:
         logger.warning(

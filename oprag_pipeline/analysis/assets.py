@@ -17,7 +17,6 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     PreviewWarning,
-    asset,
 )
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
@@ -26,7 +25,7 @@ from oprag_pipeline import settings, sources
 from oprag_pipeline.analysis import drift, fairness, flooding, plots
 from oprag_pipeline.analysis.retrieval import author_group_shares, dated_scores, fair_search
 from oprag_pipeline.analysis.section_store import save_section
-from oprag_pipeline.concurrency import WAREHOUSE_STEP
+from oprag_pipeline.asset_decorators import domain_asset
 from oprag_pipeline.evaluate.metrics import Hit, HitOpinion, ScoreDistribution
 from oprag_pipeline.evaluate.scoring import score_grid
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever, attach_opinions
@@ -89,11 +88,9 @@ def _drift_check() -> AssetCheckSpec:
         )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["opinions", "entity_opinion_stats"],
     check_specs=[_drift_check()],
     description="Each disputed entity's σ distribution per time window, shifts between consecutive windows (W1 "
@@ -191,11 +188,9 @@ class SourceConcentrationConfig(Config):
     min_mentions: int = Field(default=5, description="Least opinions an entity needs to be analysed.")
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["opinions", "raw_documents"],
     description="Per entity: share of opinions from its top authors, near-duplicate text clusters, and P_pop with "
     "each source's weight bounded (one vote, or a cap) beside the unweighted P_pop.",
@@ -379,11 +374,9 @@ def _author_groups(conn: duckdb.DuckDBPyConnection, domain: str) -> dict[str, li
     return groups
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
-    **WAREHOUSE_STEP,
     deps=["question_metrics", "evaluation_questions", "gold_opinions", "enriched_kb", "author_attributes"],
     description="Fairness-aware multi-objective retrieval as the author-group weight moves: W1 to gold (or to the "
     "extracted corpus without gold) against demographic coverage among entity-matched hits, beside raw and "

@@ -19,16 +19,15 @@ from dagster import (
     Nothing,
     OpExecutionContext,
     Out,
-    asset,
     graph_asset,
-    multi_asset,
     op,
 )
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from oprag_pipeline.asset_decorators import domain_asset, domain_multi_asset
 from oprag_pipeline.asset_metadata import table_metadata
-from oprag_pipeline.concurrency import WAREHOUSE_OP, WAREHOUSE_STEP
+from oprag_pipeline.concurrency import WAREHOUSE_OP
 from oprag_pipeline.enrich import authors, ratings, shards, store
 from oprag_pipeline.enrich.documents import render_enriched
 from oprag_pipeline.partitions import domain_partitions
@@ -257,11 +256,9 @@ def opinions(raw_documents, entity_registry):
     return merge_extraction(tasks.map(extract_shard).collect())
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="enrich",
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["raw_documents"],
     description="Author attributes per document (metadata, derived from the corpus, or inferred and marked so), "
     "used only in aggregate for demographic coverage.",
@@ -307,11 +304,9 @@ def author_attributes(context: AssetExecutionContext, warehouse: DuckDBResource)
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="enrich",
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["opinions"],
     description="Per entity: mentions, sentiment counts, sentiment entropy H(e) in bits, mean and spread of the "
     "σ-scale score — the basis for choosing entities with genuine disagreement.",
@@ -371,10 +366,8 @@ ORDER BY o.doc_id, o.entity_id
 """
 
 
-@multi_asset(
-    partitions_def=domain_partitions,
+@domain_multi_asset(
     group_name="enrich",
-    **WAREHOUSE_STEP,
     specs=[
         AssetSpec(
             "enriched_entity_docs",

@@ -6,12 +6,12 @@ import json
 import time
 from collections import defaultdict
 
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import rendering as report_writer  # the name the asset bodies use (their code versions hash them)
-from oprag_pipeline.concurrency import WAREHOUSE_STEP
+from oprag_pipeline.asset_decorators import domain_asset
 from oprag_pipeline.evaluate.gold import GoldMapper, RegistryEntry, load_rated_aspects, map_gold
 from oprag_pipeline.evaluate.grid import (
     COMPARISONS,
@@ -32,7 +32,6 @@ from oprag_pipeline.evaluate.selection import EntityStats, GoldSupport, choose_e
 from oprag_pipeline.evaluate.stats import compare_clustered, holm
 from oprag_pipeline.index.diversify import DEFAULT_LAMBDA
 from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
-from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.registry.store import registry_entities
 from oprag_pipeline.resources import DataDirResource, EmbedderResource, ExtractorResource, VectorStoreResource
 from oprag_pipeline.schema import rounded_cost
@@ -75,11 +74,9 @@ def _distributions(rows) -> dict[str, ScoreDistribution]:
     return {entity_id: ScoreDistribution.from_counts(c) for entity_id, c in counts.items()}
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["entity_opinion_stats", "entity_registry", "gold_opinions"],
     description="Entities the corpus disagrees on (H(e) ≥ threshold, enough mentions; the most mentioned first, "
     "those gold labels support before the rest where the domain has gold), each with a comparison partner from the "
@@ -173,11 +170,9 @@ class EvaluationQuestionsConfig(Config):
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["evaluation_entities"],
     description="Questions of five types per entity (experience, impact, emotional, comparison, suggestion), "
     "generated offline from varied templates and the entity's aliases; stable ids, deterministic.",
@@ -268,11 +263,9 @@ class RetrievalRunsConfig(Config):
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb", "qdrant"},
-    **WAREHOUSE_STEP,
     deps=["evaluation_questions", "raw_kb", "entity_split_kb", "enriched_kb"],
     description="Every question × knowledge base (raw, entity_split, enriched) × mode (semantic, hybrid; and "
     "opinion-balanced, MMR, xQuAD and PM-2 on the enriched KB) × k (10, 20, 40, 60), one real query each; one row "
@@ -331,11 +324,9 @@ def retrieval_runs(
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["raw_documents", "entity_registry"],
     description="Gold labels carried by the input (importers' `gold_opinions`, TripAdvisor aspect stars, the demo's "
     "planted labels) mapped onto registry entities, on the σ-scale. Empty for domains without gold.",
@@ -381,11 +372,9 @@ def gold_opinions(
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["stg_hit_opinions", "author_attributes", "gold_opinions", "evaluation_questions"],
     description="Per question × KB × mode × k: entity match, σ and impact spread, distinct emotions, W1 to the "
     "corpus (and to gold where present) over retrievals that found opinions, the miss indicator and the old combined "
@@ -522,11 +511,9 @@ def significance_rows(
     return rows
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["stg_question_metrics"],
     description="Paired comparisons at the entity level (metric averaged over each entity's questions, then a "
     "Wilcoxon signed-rank test and a cluster-bootstrap 95% CI over entities) for every metric, mode and k; the "

@@ -9,11 +9,11 @@ import json
 import time
 from collections import defaultdict
 
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from oprag_pipeline.concurrency import WAREHOUSE_STEP
+from oprag_pipeline.asset_decorators import domain_asset
 from oprag_pipeline.enrich.offline import OfflineExtractor
 from oprag_pipeline.evaluate.metrics import ScoreDistribution
 from oprag_pipeline.evaluate.stats import compare_clustered
@@ -23,7 +23,6 @@ from oprag_pipeline.generate.context import DomainKnowledge, gather
 from oprag_pipeline.generate.fidelity import answer_fidelity, conveyed_distribution, read_back
 from oprag_pipeline.generate.judge import PairToJudge, judge_pairs
 from oprag_pipeline.index.retrieval import BALANCED, Retriever
-from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import EmbedderResource, VectorStoreResource, run_config_fallback
 from oprag_pipeline.schema import rounded_cost, total_cost
 from oprag_pipeline.warehouse import ensure_tables, replace_rows, table_exists
@@ -52,10 +51,8 @@ class GeneratedAnswersConfig(Config):
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
-    **WAREHOUSE_STEP,
     kinds={"duckdb", "qdrant"},
     deps=["evaluation_questions", "raw_kb", "enriched_kb", "entity_opinion_stats"],
     description="For every evaluation question, an opinion-aware answer (balanced retrieval on the enriched KB, "
@@ -141,10 +138,8 @@ def _distributions(conn, table: str, domain: str) -> dict[str, ScoreDistribution
     return {e: ScoreDistribution.from_counts(c) for e, c in counts.items()}
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
-    **WAREHOUSE_STEP,
     kinds={"duckdb"},
     deps=["generated_answers", "gold_opinions"],
     description="Per answer: W1 between the corpus σ distribution of the question's entity and the one the answer "
@@ -226,10 +221,8 @@ class AnswerPreferenceConfig(Config):
     seed: int = Field(default=0, description="Seed of the A/B position draw (reports reproduce).")
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
-    **WAREHOUSE_STEP,
     kinds={"duckdb"},
     deps=["generated_answers"],
     description="Blind pairwise preference of an LLM judge between the opinion-aware and the plain answer of every "

@@ -23,7 +23,6 @@ from dagster import (
     OpExecutionContext,
     Out,
     PreviewWarning,
-    asset,
     graph_asset,
     op,
 )
@@ -31,7 +30,8 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import config as env_config  # `config` is the assets' run config
-from oprag_pipeline.concurrency import WAREHOUSE_OP, WAREHOUSE_STEP
+from oprag_pipeline.asset_decorators import domain_asset
+from oprag_pipeline.concurrency import WAREHOUSE_OP
 from oprag_pipeline.index import embed_shards
 from oprag_pipeline.index.chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP, chunk_documents
 from oprag_pipeline.index.sync import EMBED_WINDOW, SourcePoint, collection_name, dense_texts, sync_collection
@@ -99,11 +99,9 @@ class RawKbConfig(Config):
     overlap: float = Field(default=DEFAULT_OVERLAP, description="Share of a chunk repeated in the next one.")
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="index",
     kinds={"qdrant", "duckdb"},
-    **WAREHOUSE_STEP,
     deps=["raw_documents"],
     check_specs=[_count_check("raw", "raw_chunks")],
     description="Plain RAG baseline: the source documents as fixed-size token chunks with overlap, no opinion "
@@ -407,11 +405,9 @@ class EnrichedKbConfig(Config):
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="index",
     kinds={"qdrant"},
-    **WAREHOUSE_STEP,
     deps=["enriched_entity_docs", "entity_doc_vectors"],
     check_specs=[_count_check("enriched", "enriched_entity_docs")],
     description="O-RAG: one point per (document, entity), its text embedded with the opinion metadata in words, "
@@ -427,11 +423,9 @@ def enriched_kb(
     yield from _index_entity_docs(context, warehouse, embedder, vector_store, kb="enriched", dense=config.dense)
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="index",
     kinds={"qdrant"},
-    **WAREHOUSE_STEP,
     deps=["entity_split_docs", "entity_doc_vectors"],
     check_specs=[_count_check("entity_split", "entity_split_docs")],
     description="Ablation: the same per-entity split as the enriched KB, embedded without opinion metadata.",

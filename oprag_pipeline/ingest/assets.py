@@ -8,17 +8,15 @@ from dagster import (
     Failure,
     MaterializeResult,
     MetadataValue,
-    asset,
 )
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
+from oprag_pipeline.asset_decorators import domain_asset
 from oprag_pipeline.asset_metadata import table_metadata
-from oprag_pipeline.concurrency import WAREHOUSE_STEP
 from oprag_pipeline.ingest import readers, store
 from oprag_pipeline.ingest.sensors import files_fingerprint
-from oprag_pipeline.partitions import domain_partitions
 from oprag_pipeline.resources import DataDirResource, run_config_default
 
 
@@ -36,11 +34,9 @@ class RawDocumentsConfig(Config):
     )
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="ingest",
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     description=(
         "Input documents of one domain (data/raw/<domain>/: JSONL, CSV, Parquet, gzip), normalised to the "
         "input contract with a content hash. Bad rows go to `quarantined_rows`; what changed since the "

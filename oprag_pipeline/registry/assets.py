@@ -5,13 +5,12 @@ import json
 from pathlib import Path
 
 import yaml
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from oprag_pipeline import settings
-from oprag_pipeline.concurrency import WAREHOUSE_STEP
-from oprag_pipeline.partitions import domain_partitions
+from oprag_pipeline.asset_decorators import domain_asset
 from oprag_pipeline.registry import store
 from oprag_pipeline.registry.candidates import Candidate, mine_candidates
 from oprag_pipeline.registry.llm_bootstrap import bootstrap_candidates
@@ -72,11 +71,9 @@ class SampleConfig(Config):
     seed: str = Field(default="oprag", description="Changes which documents are drawn, deterministically.")
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="registry",
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["raw_documents"],
     description="A stratified sample (by entity_scope and rounded rating) of the domain's documents, sized by "
     "sentences, used to discover the entities people talk about.",
@@ -126,11 +123,9 @@ class CandidateConfig(Config):
     limit: int = Field(default=250, description="At most this many candidates, most discussed first.")
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="registry",
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["extraction_sample"],
     description="Opinion-target candidates mined from the sample: noun phrases that opinion words relate to "
     "(double propagation on part-of-speech tags) in several documents, with the surface forms seen; with an LLM "
@@ -216,11 +211,9 @@ def load_overrides(directory: Path, domain: str) -> tuple[dict, str | None]:
     return data, hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name="registry",
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=["entity_candidates"],
     description="The entity registry: candidates clustered by embedding and string similarity into entities with "
     "aliases under a 3-tier taxonomy. Ids are stable across runs; overrides are optional.",

@@ -1,23 +1,20 @@
 """The report asset: the domain's evaluation report, after every stage it reads (the evaluation's marts and tests,
 the analyses' sections, the generated answers)."""
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue
 from dagster_duckdb import DuckDBResource
 
 from oprag_pipeline import report as report_writer
 from oprag_pipeline import settings
-from oprag_pipeline.concurrency import WAREHOUSE_STEP
-from oprag_pipeline.partitions import domain_partitions
+from oprag_pipeline.asset_decorators import domain_asset
 from oprag_pipeline.resources import DataDirResource
 
 GROUP = "evaluation"  # the report is shown with the evaluation it concludes, as before it had a stage of its own
 
 
-@asset(
-    partitions_def=domain_partitions,
+@domain_asset(
     group_name=GROUP,
     kinds={"duckdb"},
-    **WAREHOUSE_STEP,
     deps=[
         "mart_coverage_k20",
         "mart_w1_by_entity",

@@ -11,7 +11,7 @@ not an edge back from them (Python loads the parent package first, by design).
     .venv/bin/python benchmarks/import_graph.py --edges    # also every edge that lies on a cycle, with its line
     .venv/bin/python benchmarks/import_graph.py --stages   # also cycles between top-level parts (not in the status)
 
-`oprag_pipeline_tests/test_import_direction.py` calls `import_graph` and `cycles` and asserts there is none.
+`oprag_pipeline_tests/pipeline/test_import_direction.py` calls `import_graph` and `cycles` and asserts there is none.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A seeded generator of hostile input folders, with what the ingest must make of every row.
 
-Used by the property tests (`test_ingest_hostile.py`) and `benchmarks/bench_hostile.py`. Every file is invented
+Used by the property tests (`ingest/test_ingest_hostile.py`) and `benchmarks/bench_hostile.py`. Every file is invented
 here; each generated row carries its expected fate: accepted (its doc_id must be in `raw_documents`), quarantined
 (with one of the closed reasons), or an exact duplicate. Good rows are plain English opinion sentences built from a
 few words; hostile rows each carry one value of a known hostile class.

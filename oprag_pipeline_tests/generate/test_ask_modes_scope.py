@@ -160,7 +160,7 @@ def test_scopes_command_and_scoped_query(scoped_domain: Path) -> None:
     assert unknown.exit_code == 1 and "'Grand Plaza'" in unknown.output and "Traceback" not in unknown.output
 
 
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "data" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "data" / "screenshots"
 
 
 @pytest.fixture(scope="module")

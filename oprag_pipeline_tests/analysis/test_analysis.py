@@ -69,7 +69,7 @@ def test_fair_search_covers_the_author_groups_of_the_entity(tmp_path: Path) -> N
     from oprag_pipeline.index.retrieval import OpinionProfile, Retriever
     from oprag_pipeline.index.vector_store import EdgeVectorStore, IndexPoint, point_uuid
     from oprag_pipeline.registry.matching import AliasMatcher
-    from oprag_pipeline_tests.test_balancing import FixedEmbedder, _vector
+    from oprag_pipeline_tests.index.test_balancing import FixedEmbedder, _vector
 
     store = EdgeVectorStore(tmp_path / "qdrant")
     name = "d.enriched_kb"

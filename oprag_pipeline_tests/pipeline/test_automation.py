@@ -26,7 +26,7 @@ from oprag_pipeline.ingest.sensors import domain_files_sensor
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline_tests.conftest import write_lines
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def tick(instance: DagsterInstance, cursor: str | None):

@@ -16,7 +16,7 @@ from oprag_pipeline.index import assets as index_assets
 from oprag_pipeline.index.vector_store import EdgeVectorStore
 from oprag_pipeline.resources import ExtractorResource, VectorStoreResource, build_resources
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]
 SCANNED = ("oprag_pipeline", "benchmarks", "scripts")
 PREFIXES = ("OPRAG_", "QDRANT_", "ANTHROPIC_", "OPENAI_")
 

@@ -19,8 +19,8 @@ from oprag_pipeline.enrich.teacher import teacher_labelled_mentions
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.resources import ExtractorResource, build_resources
 from oprag_pipeline.schema import ExtractedOpinion, ExtractionOutcome, RegistryEntity
+from oprag_pipeline_tests.enrich.test_rating_adaptation import write_domain
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer
-from oprag_pipeline_tests.test_rating_adaptation import write_domain
 
 ENTITIES = [
     RegistryEntity("e1", "battery", ("battery",)),

@@ -26,7 +26,7 @@ from oprag_pipeline.demo import generate_demo
 from oprag_pipeline.locks import TAG_HOST, TAG_PID, WriterBusyError, writer_lock
 from oprag_pipeline.resources import build_resources
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = "hotels"
 SELECTION = '+key:"raw_kb" or +key:"entity_split_kb" or +key:"enriched_kb"'
 KBS = ("raw_kb", "entity_split_kb", "enriched_kb")

@@ -23,10 +23,10 @@ from oprag_pipeline.enrich.offline import OfflineExtractor
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME
 from oprag_pipeline.resources import ExtractorResource, build_resources
 from oprag_pipeline.schema import DocumentInput, ExtractedOpinion, ExtractionOutcome
+from oprag_pipeline_tests.enrich.test_rating_adaptation import write_domain
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer
-from oprag_pipeline_tests.test_rating_adaptation import write_domain
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_document_keeps_its_shard_and_every_document_has_one() -> None:

@@ -32,7 +32,7 @@ from oprag_pipeline.resources import build_resources
 from oprag_pipeline.runner import CODE_LOCATION, DEFINITIONS_MODULE, show_automation_state
 from oprag_pipeline_tests.conftest import write_lines
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SQL_LAYERS = ("stg_", "mart_")  # the SQL models' name prefixes (dbt_like_sql/)
 
 

@@ -318,7 +318,7 @@ def test_a_killed_sync_resumes_from_its_last_window(tmp_path: Path, embedder: Of
     import sys
 
     child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})  # fmt: skip
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})  # fmt: skip
     try:
         assert child.stdout.readline().strip() == "second window"
     finally:

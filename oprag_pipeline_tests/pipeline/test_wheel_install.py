@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 # What runs in the fresh virtualenv, from a folder outside the checkout: where things resolve, and the evaluation
 # assets that the definitions build from the SQL models (so the shipped folder is not only found but readable).

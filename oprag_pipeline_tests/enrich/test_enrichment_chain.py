@@ -28,7 +28,7 @@ from oprag_pipeline_tests.conftest import materialize_domain
 # End-to-end: real processes or whole pipeline runs (minutes); the fast tier is `-m "not slow"`.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = 800  # in total, half per domain
 
 

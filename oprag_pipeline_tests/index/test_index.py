@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 INDEX_KEYS = ("raw_kb", "entity_split_kb", "enriched_kb")
 
 
-# everything up to the knowledge bases; the evaluation on top of them is covered by test_evaluation_chain.py
+# everything up to the knowledge bases; the evaluation on top of them is covered by evaluate/test_evaluation_chain.py
 UP_TO_INDEX = AssetSelection.groups("ingest", "registry", "enrich", "index")  # whatever comes after
 
 

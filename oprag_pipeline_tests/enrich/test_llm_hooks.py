@@ -37,7 +37,7 @@ from oprag_pipeline_tests.fake_llm_server import (
 
 ENTITIES = [RegistryEntity("ent-room", "room", ("bedroom",), "rooms", "comfort")]
 FAST = {"timeout": 10.0, "validation_retries": 1, "max_attempts": 3}
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def documents(n: int) -> list[DocumentInput]:

@@ -26,7 +26,7 @@ from oprag_pipeline.enrich.aspect_model import (
 )
 from oprag_pipeline.enrich.cues import emotions, evidence_type, intensity_features, intensity_score
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 @pytest.fixture(scope="module")

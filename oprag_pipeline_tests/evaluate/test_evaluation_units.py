@@ -329,7 +329,7 @@ def test_model_folder_loads_with_lineage_from_ref_and_source(tmp_path: Path) -> 
 
 
 def test_the_project_models_load() -> None:
-    root = Path(__file__).resolve().parents[1] / "dbt_like_sql"
+    root = Path(__file__).resolve().parents[2] / "dbt_like_sql"
     models = {m.name: m for m in load_models(root)}
     assert {"stg_hit_opinions", "stg_question_metrics", "mart_coverage_k20", "mart_fairness"} <= set(models)
     assert all(m.tests for m in models.values())  # every model carries at least one data test

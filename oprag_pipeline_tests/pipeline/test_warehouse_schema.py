@@ -16,8 +16,8 @@ import pytest
 
 from oprag_pipeline import warehouse
 
-REPO = Path(__file__).resolve().parents[1]
-CONTRACT = json.loads((Path(__file__).parent / "fixtures" / "warehouse_schema.json").read_text(encoding="utf-8"))
+REPO = Path(__file__).resolve().parents[2]
+CONTRACT = json.loads((Path(__file__).parents[1] / "fixtures" / "warehouse_schema.json").read_text(encoding="utf-8"))
 
 
 def _columns(conn: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:

@@ -16,7 +16,7 @@ from oprag_pipeline.generate.compose import compose_offline
 from oprag_pipeline.generate.judge import STUDY_QUESTION, PairToJudge, judge_pairs
 from oprag_pipeline.generate.llm_writer import write_with_llm
 from oprag_pipeline_tests.fake_llm_server import FakeLLMServer, scripted
-from oprag_pipeline_tests.test_generation_units import PASSAGES, context, passage
+from oprag_pipeline_tests.generate.test_generation_units import PASSAGES, context, passage
 
 # No test here scripts a hang, so the timeout only has to outlast a loaded machine: a short one would turn a
 # happy path into a retry and break the request counts.

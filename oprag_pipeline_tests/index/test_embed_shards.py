@@ -10,7 +10,7 @@ import pytest
 from oprag_pipeline.embeddings import OfflineEmbedder
 from oprag_pipeline.index import embed_shards
 from oprag_pipeline.index.vector_cache import CachedDenseEncoder, VectorCache, text_keys
-from oprag_pipeline_tests.test_vector_cache import CountingEmbedder
+from oprag_pipeline_tests.index.test_vector_cache import CountingEmbedder
 
 TEXTS = [f"Review sentence {i}: the {['lobby', 'staff', 'pool', 'breakfast'][i % 4]} was fine." for i in range(40)]
 

@@ -27,7 +27,7 @@ from oprag_pipeline.importers.memd_absa import detokenise
 from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS
 from oprag_pipeline.settings import RATED_ASPECTS_FILE
 
-FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "importers"
 
 
 def _unpack_tripadvisor_fixture() -> Path:
@@ -44,7 +44,7 @@ def _unpack_tripadvisor_fixture() -> Path:
 
 
 TRIPADVISOR = _unpack_tripadvisor_fixture()
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 TABLE_OPTIONS = {
     "text_col": "body",

@@ -63,9 +63,9 @@ from oprag_pipeline.enrich.aspect_model import (  # noqa: E402
     pad_batch,
 )
 from oprag_pipeline.enrich.offline import OfflineExtractor, VaderClauseScorer  # noqa: E402
-from oprag_pipeline.enrich.train_aspect_model import metrics, read_mams  # noqa: E402
 from oprag_pipeline.importers.tripadvisor import RATED_ASPECT_TERMS as ASPECT_TERMS  # noqa: E402
 from oprag_pipeline.schema import DocumentInput, RegistryEntity, sentiment_intensity  # noqa: E402
+from oprag_training.train_aspect_model import metrics, read_mams  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from extractor_sets import (  # noqa: E402

@@ -37,16 +37,6 @@ from typing import Any
 import numpy as np
 
 from oprag_pipeline.enrich.aspect_model import LABELS, MODEL_FILE, AspectEncoder, AspectItem, pad_batch
-from oprag_pipeline.enrich.train_aspect_model import (
-    batches,
-    build_model,
-    fetch_base,
-    fit_temperature,
-    load_safetensors,
-    load_splits,
-    metrics,
-    training_set,
-)
 from oprag_training.converters import (
     GOEMOTIONS_TO_PROJECT,
     NEUTRAL_RATING,
@@ -64,6 +54,16 @@ from oprag_training.converters import (
     read_newsmtsc,
     read_tsa_md,
     read_vader_groundtruth,
+)
+from oprag_training.train_aspect_model import (
+    batches,
+    build_model,
+    fetch_base,
+    fit_temperature,
+    load_safetensors,
+    load_splits,
+    metrics,
+    training_set,
 )
 
 TRAIN_CATEGORIES = ("beauty", "electronics", "fashion", "home")

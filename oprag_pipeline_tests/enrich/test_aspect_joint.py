@@ -148,23 +148,6 @@ def test_the_runtime_maps_each_joint_output_row_to_its_aspect(encoder: AspectEnc
     np.testing.assert_array_equal(model.logits(list(reversed(items))), first[::-1])
 
 
-def test_a_teacher_sample_is_read_and_a_bad_line_is_named(tmp_path) -> None:
-    from oprag_pipeline.enrich.train_aspect_model import read_labelled_jsonl
-
-    good = tmp_path / "sample.jsonl"
-    good.write_text(
-        '{"text": "The zip broke.", "start": 4, "end": 7, "label": "negative"}\n\n'
-        '{"text": "Fits well.", "category": "fit", "label": "positive"}\n'
-    )
-    examples = read_labelled_jsonl(good)
-    assert [e.item.aspect for e in examples] == ["zip", "fit"]
-    assert [e.label for e in examples] == [0, 2]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"text": "ok", "start": 0, "end": 2, "label": "positive"}\n{"text": "x", "label": "great"}\n')
-    with pytest.raises(SystemExit, match=r"bad\.jsonl:2: not a labelled aspect"):
-        read_labelled_jsonl(bad)
-
-
 def test_the_head_features_leave_the_logits_as_they_were() -> None:
     import onnxruntime as ort
 

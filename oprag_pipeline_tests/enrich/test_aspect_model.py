@@ -1,15 +1,15 @@
 """The offline aspect-sentiment model and its cues, on sentences written for these tests.
 
 Why these cases: they are where lexicon scoring fails (contrast inside one sentence, negation, implied negatives,
-comparisons with the past), so they check that the committed model, not a word list, is doing the work. The MAMS
-test-split check needs ../shared/data and skips without it; everything else runs from the committed files alone.
+comparisons with the past), so they check that the committed model, not a word list, is doing the work. They run
+from the committed files alone; the MAMS test-split check, which reads MAMS with the trainer's reader, is in
+``oprag_pipeline_tests/training/test_train_aspect_model.py``.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +25,6 @@ from oprag_pipeline.enrich.aspect_model import (
     sentence_window,
 )
 from oprag_pipeline.enrich.cues import emotions, evidence_type, intensity_features, intensity_score
-
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -178,19 +176,6 @@ def test_intensity_cues_move_the_score() -> None:
     strong = intensity_score(0.9, intensity_features("the room was absolutely amazing!!"))
     soft = intensity_score(0.9, intensity_features("the room was a bit small but okay"))
     assert soft < plain < strong
-
-
-@pytest.mark.slow
-def test_mams_test_accuracy(model: AspectSentimentModel) -> None:
-    path = SHARED_DATA / "mams" / "MAMS-ATSA" / "test.xml"
-    if not path.exists():
-        pytest.skip(f"{path} not present: MAMS lives in ../shared/data, only on development machines")
-    from oprag_pipeline.enrich.train_aspect_model import read_mams
-
-    data = read_mams(path)
-    logits = model.logits([e.item for e in data])
-    acc = float((logits.argmax(-1) == np.array([e.label for e in data])).mean())
-    assert acc >= 0.80, f"MAMS ATSA test accuracy {acc:.3f}"
 
 
 def test_implied_polarity_patterns() -> None:
@@ -509,45 +494,3 @@ def test_an_adapted_model_reads_intensity_on_the_shipped_scale(model: AspectSent
         for s, b in zip(sharpened, before, strict=True)
         if b.sentiment == "positive"
     )
-
-
-def test_swapped_aspects_keep_the_label_and_mark_the_substitute() -> None:
-    from oprag_pipeline.enrich.train_aspect_model import Example, swap_aspect, swapped_training_set
-
-    text = "Great food but the waiter was rude."
-    rude = Example(AspectItem(text, *span(text, "waiter")[1:]), LABELS.index("negative"))
-    swapped = swap_aspect(rude, "lantern")
-    assert swapped.item.text == "Great food but the lantern was rude."
-    assert swapped.item.aspect == "lantern" and swapped.label == rude.label
-    capital = Example(AspectItem(text, *span(text, "Great food")[1:]), LABELS.index("positive"))
-    assert swap_aspect(capital, "garden hose").item.text.startswith("Garden hose but the waiter")
-    category = Example(AspectItem(text, category="service"), LABELS.index("negative"))
-    assert swap_aspect(category, "lantern") == category  # a category names no word of the sentence
-    data = [rude, category] * 200
-    once, again = (swapped_training_set(data, 0.5, ["lantern", "pebble"], seed=3) for _ in range(2))
-    assert once == again  # one seed, one epoch's substitutions
-    replaced = sum(a != b for a, b in zip(once, data, strict=True))
-    assert 60 < replaced < 140  # about half of the 200 span examples, and never a category one
-    assert all(b == a for a, b in zip(once[1::2], data[1::2], strict=True))
-    assert swapped_training_set(data, 0.5, ["lantern"], seed=4) != once
-    assert swapped_training_set(data, 0.0, ["lantern"], seed=3) == data
-
-
-def test_substitute_nouns_are_common_and_carry_no_opinion() -> None:
-    from oprag_pipeline.enrich.train_aspect_model import substitute_nouns
-    from oprag_pipeline.registry.candidates import opinion_lexicon
-
-    nouns = substitute_nouns()
-    assert len(nouns) > 500 and nouns == sorted(set(nouns))
-    assert not set(nouns) & set(opinion_lexicon())
-    assert {"table", "window", "river"} <= set(nouns)
-    assert all(n.isalpha() and n.islower() for n in nouns)
-
-
-def test_the_trainer_refuses_swapped_aspects_with_joint_groups(capsys: pytest.CaptureFixture[str]) -> None:
-    from oprag_pipeline.enrich.train_aspect_model import main
-
-    with pytest.raises(SystemExit) as refused:
-        main(["--mams", "absent", "--out", "absent", "--joint", "--swap-aspects", "0.5"])
-    assert refused.value.code == 2
-    assert "--swap-aspects" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 
 One command::
 
-    python -m oprag_pipeline.enrich.train_aspect_model --mams ../shared/data/mams --out oprag_pipeline/enrich/model
+    python -m oprag_training.train_aspect_model --mams ../shared/data/mams --out oprag_pipeline/enrich/model
 
 What it does, and why:
 
@@ -610,7 +610,7 @@ No MAMS text is stored in this folder or in the repository; only the fine-tuned 
 
 **Rebuild** (about {meta["train_seconds"] / 60:.0f} min on 2 CPU cores; needs the `train` extra, i.e. torch):
 
-    python -m oprag_pipeline.enrich.train_aspect_model --mams ../shared/data/mams --out oprag_pipeline/enrich/model
+    python -m oprag_training.train_aspect_model --mams ../shared/data/mams --out oprag_pipeline/enrich/model
 
 Hyper-parameters: {json.dumps(meta["hyperparameters"])}; word embeddings frozen; AdamW, linear warm-up/decay;
 max {meta["max_context_tokens"]} context tokens; softmax temperature fitted on ATSA val: {meta["temperature"]}.

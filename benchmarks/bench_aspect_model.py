@@ -9,7 +9,7 @@ Prints (targets in brackets)
    where the scorer commits, macro-F1 over positive/negative and the majority baseline. Every explicit aspect of a
    sentence is scored in one call, as the extractor scores a document's mentions.
 3. Adaptation from a labelled sample of the domain, with gold as the oracle teacher (MEMD-ABSA train): sample
-   size 0 / 100 / 300 / 1,000 -> test figures, through `aspect_model.fit_label_bias`.
+   size 0 / 100 / 300 / 1,000 -> test figures, through `calibration.fit_label_bias`.
 4. TripAdvisor (deterministic subset of hotel files): the offline extractor (alias matching, pooling, adjective
    reading) on the rated aspects as registry entities; agreement on pairs rated >= 4 or <= 2 [>= 0.85], the
    neutral share among them, committed precision, and Spearman between σ and the aspect's stars over every rated
@@ -418,8 +418,8 @@ def memd_test_scorer(args: argparse.Namespace, domain: str) -> Callable[[AspectS
 
 def adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) -> None:
     """Oracle-teacher adaptation: gold labels of N training aspects of the domain stand in for an LLM's; the
-    model learns per-class offsets from them (aspect_model.fit_label_bias) and is measured on the test split."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias, fit_residual_head
+    model learns per-class offsets from them (calibration.fit_label_bias) and is measured on the test split."""
+    from oprag_pipeline.enrich.calibration import fit_label_bias, fit_residual_head
 
     if not args.memd.exists():
         print(f"MEMD-ABSA absent at {args.memd}: adaptation skipped")
@@ -485,9 +485,9 @@ def rated_mentions(reviews: list[tuple[str, list[int]]]) -> tuple[list[tuple[str
 
 def rating_adaptation_section(args: argparse.Namespace, model: AspectSentimentModel) -> None:
     """Adaptation from the corpus's own ratings: per-class offsets fitted to star-derived weak labels
-    (aspect_model.rating_weak_label) of mentions in hotels *not* used for evaluation, measured on the evaluation
+    (calibration.rating_weak_label) of mentions in hotels *not* used for evaluation, measured on the evaluation
     hotels of `tripadvisor_section` through the extractor."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias, fit_residual_head, rating_weak_label
+    from oprag_pipeline.enrich.calibration import fit_label_bias, fit_residual_head, rating_weak_label
 
     if not args.tripadvisor.exists():
         print(f"TripAdvisor absent at {args.tripadvisor}: rating adaptation skipped")
@@ -533,7 +533,7 @@ def self_training_section(args: argparse.Namespace, model: AspectSentimentModel)
     residual head is fitted on them with its bias held at zero; measured on the test split / the evaluation hotels
     as in sections 2 and 4. Also with the bias learnt (what holding it avoids), and whether invented factual
     sentences stay neutral after the fit."""
-    from oprag_pipeline.enrich.aspect_model import fit_residual_head
+    from oprag_pipeline.enrich.calibration import fit_residual_head
     from oprag_pipeline.enrich.ratings import self_labels
 
     facts = [

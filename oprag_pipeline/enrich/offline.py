@@ -146,7 +146,7 @@ class OfflineExtractor:
         bias = getattr(self._scorer, "label_bias", None)
         head = getattr(self._scorer, "residual_head", None)
         if bias is not None or head is not None:
-            # a model adapted to a domain (aspect_model.fit_label_bias / fit_residual_head) labels differently: its
+            # a model adapted to a domain (calibration.fit_label_bias / fit_residual_head) labels differently: its
             # opinions are redone
             digest = hashlib.sha256()
             for part in (bias, *(head or ())):

@@ -3,15 +3,15 @@ corpus's own ratings, or, through `enrich/teacher.py`, from an LLM-labelled samp
 three and stores their fits alike.
 
 Self-training (``fit_self_offsets``) needs no label at all: the unadapted model labels a deterministic sample of
-the domain's mentions, the answers VADER agrees with are kept (``aspect_model.lexicon_agreement_label``), and the
+the domain's mentions, the answers VADER agrees with are kept (``calibration.lexicon_agreement_label``), and the
 residual head is fitted to them with its bias held at zero. It teaches the head what the domain's words mean where
 two independent readings concur, not how often each class occurs (the kept sample's shares say how often the two
 readings agree).
 
-What is learnt, in every mode: a residual head on the network's head features (`aspect_model.fit_residual_head`:
+What is learnt, in every mode: a residual head on the network's head features (`calibration.fit_residual_head`:
 three per-class offsets plus 768 x 3 weights; the offsets alone, `fit_label_bias`, for a graph that exposes no
 features), fitted on labels of a deterministic sample of (document, entity) mentions; from ratings, on weak labels
-(`aspect_model.rating_weak_label`: 4-5 stars positive, 3 neutral, 1-2 negative). The encoder is not touched. The
+(`calibration.rating_weak_label`: 4-5 stars positive, 3 neutral, 1-2 negative). The encoder is not touched. The
 adapted model is built locally from the user's data, stored in the warehouse (`extractor_adaptations`), never
 shipped.
 
@@ -45,9 +45,8 @@ import numpy as np
 
 from oprag_pipeline import config
 from oprag_pipeline.config import INTENSITY_SAMPLE_MENTIONS, MIN_RATED_MENTIONS, SAMPLE_MENTIONS
-from oprag_pipeline.enrich.aspect_model import (
-    LABELS,
-    AspectItem,
+from oprag_pipeline.enrich.aspect_model import LABELS, AspectItem
+from oprag_pipeline.enrich.calibration import (
     fit_label_bias,
     fit_residual_head,
     lexicon_agreement_label,
@@ -206,7 +205,7 @@ class Adaptation:
     label_counts: dict[str, int] = field(default_factory=dict)
     source_counts: dict[str, int] = field(default_factory=dict)
     skipped_reason: str | None = None
-    # the residual head's weights (features x classes; aspect_model.fit_residual_head), None: offsets alone
+    # the residual head's weights (features x classes; calibration.fit_residual_head), None: offsets alone
     head: tuple[tuple[float, ...], ...] | None = None
     reused: bool = False  # offsets read back from `extractor_adaptations` rather than fitted in this run
     # what labelling the sample cost (the LLM teacher's tokens; zero for ratings)
@@ -349,7 +348,7 @@ def self_labels(
     scorer: Any, documents: Iterable[Sequence[tuple[str, int, int]]], sample_size: int = SAMPLE_MENTIONS
 ) -> tuple[list[tuple[str, int, int]], list[int], int]:
     """Self-training labels: each document's mentions scored by the *unadapted* ``scorer`` in one call (as the
-    extractor scores them), kept where ``aspect_model.lexicon_agreement_label`` finds VADER agreeing, until
+    extractor scores them), kept where ``calibration.lexicon_agreement_label`` finds VADER agreeing, until
     ``sample_size`` mentions were examined. Returns the kept items, their labels and the number examined."""
     from oprag_pipeline.enrich.cues import local_clause, vader_compound
 

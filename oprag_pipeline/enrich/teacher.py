@@ -3,7 +3,7 @@ extraction, made cheap at scale.
 
 With an LLM extractor configured and ``adapt=llm``, the LLM (the teacher) labels a deterministic sample of the
 domain's documents, the offline model (the student) learns the three per-class offsets of
-`aspect_model.fit_label_bias` from those labels, and the student extracts the whole corpus. The cost is one LLM
+`calibration.fit_label_bias` from those labels, and the student extracts the whole corpus. The cost is one LLM
 call per sampled document (``LLM_SAMPLE_DOCUMENTS``, a few hundred) instead of one per document of the corpus.
 
 Which label belongs to which mention, by the same rule as the ratings (`enrich/ratings.py`): each (document, entity)

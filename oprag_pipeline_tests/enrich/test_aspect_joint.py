@@ -167,7 +167,8 @@ def test_the_head_features_leave_the_logits_as_they_were() -> None:
 def test_a_residual_head_learns_a_direction_that_offsets_cannot() -> None:
     """Labels that follow one feature's sign: three offsets can only learn the class shares (half and half), the
     residual head learns the direction, on data it was not fitted on too; without information it stays near zero."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias, fit_residual_head, softmax
+    from oprag_pipeline.enrich.aspect_model import softmax
+    from oprag_pipeline.enrich.calibration import fit_label_bias, fit_residual_head
 
     for seed in range(3):
         rng = np.random.default_rng(seed)

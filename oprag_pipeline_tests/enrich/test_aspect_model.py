@@ -380,7 +380,7 @@ def test_predictions_do_not_depend_on_other_documents(model: AspectSentimentMode
 def test_label_bias_learns_a_domain_class_share() -> None:
     """A domain where the network's neutral answers are mostly positive in truth: the fitted offsets lower neutral
     and raise positive; no labels leave the model as it is."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias
+    from oprag_pipeline.enrich.calibration import fit_label_bias
 
     neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
     probs = np.zeros((200, 3))
@@ -395,7 +395,7 @@ def test_label_bias_learns_a_domain_class_share() -> None:
 def test_an_adapted_model_changes_labels_and_the_extractor_version() -> None:
     """Adaptation end to end on invented text: offsets fitted on a small labelled sample change the student's
     answers and the extractor version, so the opinion cache re-extracts what the adapted model would label."""
-    from oprag_pipeline.enrich.aspect_model import fit_label_bias
+    from oprag_pipeline.enrich.calibration import fit_label_bias
     from oprag_pipeline.enrich.offline import OfflineExtractor
 
     student = AspectSentimentModel.load()
@@ -415,7 +415,7 @@ def test_an_adapted_model_changes_labels_and_the_extractor_version() -> None:
 
 
 def test_rating_weak_labels_read_the_scale_by_its_ends() -> None:
-    from oprag_pipeline.enrich.aspect_model import rating_weak_label
+    from oprag_pipeline.enrich.calibration import rating_weak_label
 
     assert [LABELS[rating_weak_label(r)] for r in (1, 2, 3, 4, 5)] == [
         "negative",
@@ -431,7 +431,7 @@ def test_rating_weak_labels_read_the_scale_by_its_ends() -> None:
 
 # ------------------------------------------------------------------------------------------------ self-training
 def test_self_training_keeps_only_answers_the_lexicon_agrees_with() -> None:
-    from oprag_pipeline.enrich.aspect_model import lexicon_agreement_label
+    from oprag_pipeline.enrich.calibration import lexicon_agreement_label
 
     neg, neu, pos = (LABELS.index(x) for x in ("negative", "neutral", "positive"))
     assert lexicon_agreement_label("positive", 0.6, 0.6) == pos
@@ -447,7 +447,7 @@ def test_a_residual_head_without_bias_moves_no_class_at_the_sample_mean() -> Non
     """Self-training fits the head with its bias held at zero: on a sample whose labels are mostly one class, the
     head still learns from the features, but its average logit shift over the sample is the same for every class
     (no class is favoured as such); with the bias learnt, the majority class is."""
-    from oprag_pipeline.enrich.aspect_model import fit_residual_head
+    from oprag_pipeline.enrich.calibration import fit_residual_head
 
     rng = np.random.default_rng(3)
     n, pos = 300, LABELS.index("positive")

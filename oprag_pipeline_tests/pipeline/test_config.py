@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 from dagster import AssetKey, EnvVar, asset, materialize
 
-from oprag_pipeline import accelerators, config, embeddings
+from oprag_pipeline import accelerators, config, embedding_models
 from oprag_pipeline.enrich import factory, llm, ratings
 from oprag_pipeline.index import assets as index_assets
 from oprag_pipeline.index.vector_store import EdgeVectorStore
@@ -114,7 +114,7 @@ def test_render_document_refuses_a_document_without_markers() -> None:
 
 def test_declared_choices_and_defaults_match_the_code_that_uses_them() -> None:
     """The declarations repeat nothing by hand that the code decides elsewhere."""
-    assert set(config.declared("OPRAG_EMBED_PRECISION").choices) == set(embeddings.DENSE_VARIANTS)
+    assert set(config.declared("OPRAG_EMBED_PRECISION").choices) == set(embedding_models.DENSE_VARIANTS)
     assert config.declared("OPRAG_ANTHROPIC_MODEL").default == llm.DEFAULT_ANTHROPIC_MODEL
     assert llm.DEFAULT_OPENAI_BASE_URL in config.declared("OPRAG_OPENAI_BASE_URL").default_text()
     assert config.declared("OPRAG_ADAPT").choices == ratings.ADAPT_MODES

@@ -11,9 +11,9 @@ Code reads a variable only through `value()` (or `secret()`), never `os.environ`
 step: `settings.py` (paths, device), `resources.py` (the resources, and their unset fields when used),
 `definitions.py` / `celery_app.py` (the executor) and `cli.py` (its bootstrap and checks); library modules and assets
 take their settings as arguments or from resources, with the declared defaults (`declared(name).default`, the
-`Literal` types below). The tests in `oprag_pipeline_tests/pipeline/test_config.py` scan the sources for reads of undeclared
-names and for reads outside those modules. The table of
-`docs/configuration.md` between the `config-table` markers is generated from `VARIABLES`:
+`Literal` types below). The tests in `oprag_pipeline_tests/pipeline/test_config.py` scan the sources for reads of
+undeclared names and for reads outside those modules. The table of `docs/configuration.md` between the
+`config-table` markers is generated from `VARIABLES`:
 `python -m oprag_pipeline.config --markdown` prints it, `--update-docs` rewrites it in place (a test fails when the
 file is out of date).
 

@@ -153,7 +153,7 @@ def _existing_domain(name: str) -> str:
 
 def _runnable_domains(domains: tuple[str, ...]) -> list[str]:
     """The domains a run or report acts on: named ones must exist and hold input files; unnamed = all usable."""
-    from oprag_pipeline.ingest.readers import scan_input_files
+    from oprag_pipeline.ingest.input_files import scan_input_files
 
     named = _domain_arguments(domains)
     available = settings.list_domains()

@@ -100,7 +100,7 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | 
 def _iter_json(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
     """A JSON array read element by element (the ingest's streaming splitter), so one bad or deeply nested record
     costs its own row and a large file is never held whole; JSON lines saved as `.json` are read as such."""
-    from oprag_pipeline.ingest.readers import split_json_array
+    from oprag_pipeline.ingest.json_array import split_json_array
 
     with open_text(path) as handle:
         head = handle.read(4096)

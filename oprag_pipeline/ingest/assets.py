@@ -15,7 +15,7 @@ from pydantic import Field
 from oprag_pipeline import settings
 from oprag_pipeline.asset_decorators import domain_asset
 from oprag_pipeline.asset_metadata import table_metadata
-from oprag_pipeline.ingest import readers, store
+from oprag_pipeline.ingest import input_files, readers, store
 from oprag_pipeline.ingest.sensors import files_fingerprint
 from oprag_pipeline.resources import DataDirResource, run_config_default
 
@@ -56,13 +56,13 @@ def raw_documents(
         raise Failure(description=str(error), allow_retries=False) from None
     if not domain_dir.is_dir():
         raise Failure(description=f"domain {domain!r}: input folder {domain_dir} does not exist", allow_retries=False)
-    inputs, skipped = readers.scan_input_files(domain_dir)
+    inputs, skipped = input_files.scan_input_files(domain_dir)
     for item in skipped:
         context.log.warning(f"{domain}/{item.file}: not read: {item.reason}")
     if not inputs:
         raise Failure(
             description=f"domain {domain!r} has no input files in {domain_dir} "
-            f"({len(skipped)} other files, not read); inputs are {', '.join(readers.SUPPORTED_SUFFIXES)}",
+            f"({len(skipped)} other files, not read); inputs are {', '.join(input_files.SUPPORTED_SUFFIXES)}",
             metadata={"skipped_files": MetadataValue.json({s.file: s.reason for s in skipped})},
             allow_retries=False,
         )

@@ -33,7 +33,8 @@ from dagster import (
 )
 
 from oprag_pipeline import settings
-from oprag_pipeline.ingest.readers import FileStats, file_sha256, list_input_files
+from oprag_pipeline.ingest.input_files import file_sha256, list_input_files
+from oprag_pipeline.ingest.readers import FileStats
 from oprag_pipeline.partitions import DOMAIN_PARTITIONS_NAME, domain_partitions
 
 domain_refresh_job = define_asset_job(

@@ -18,7 +18,8 @@ import duckdb
 import pyarrow as pa
 
 from oprag_pipeline import warehouse
-from oprag_pipeline.ingest.readers import ACCEPTED_SCHEMA, DomainReadResult, QuarantinedRow
+from oprag_pipeline.ingest.contract import ACCEPTED_SCHEMA, QuarantinedRow
+from oprag_pipeline.ingest.readers import DomainReadResult
 
 TABLES = ("raw_documents", "quarantined_rows", "ingest_files", "ingest_runs", "document_changes")
 """The ingest stage's tables, declared in `oprag_pipeline/warehouse.py`."""

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from oprag_pipeline import settings
-from oprag_pipeline.ingest import readers, store
+from oprag_pipeline.ingest import contract, json_array, readers, store
 from oprag_pipeline_tests.conftest import write_lines
 from oprag_pipeline_tests.hostile import CSV_FIELD_SEPARATORS, JSON_FIELD_CLASSES, write_hostile_domain
 
@@ -133,7 +133,7 @@ def test_json_array_split_over_any_chunking_matches_the_parser() -> None:
     data = b"\xef\xbb\xbf " + json.dumps(items, indent=1).encode() + b"\n"
     for size in (1, 2, 3, 7, 64, len(data)):
         chunks = [data[i : i + size] for i in range(0, len(data), size)]
-        split = list(readers.split_json_array(chunks))
+        split = list(json_array.split_json_array(chunks))
         assert [problem for _, _, problem in split] == [None] * 5, size
         assert [json.loads(element) for _, element, _ in split] == items, size
 
@@ -276,7 +276,7 @@ def test_random_hostile_folders_lose_nothing(tmp_path: Path, seed: int) -> None:
     got = Counter((q.file, q.reason) for q in result.quarantined)
     want = Counter((file, reason) for file, reasons_ in expected.quarantined.items() for reason in reasons_)
     assert got == want
-    assert all(q.reason in readers.QUARANTINE_REASONS and q.detail for q in result.quarantined)
+    assert all(q.reason in contract.QUARANTINE_REASONS and q.detail for q in result.quarantined)
     assert {f.file: f.duplicates for f in result.files if f.duplicates} == expected.duplicates
     skipped = {s.file: s.reason for s in result.skipped_files}
     assert set(skipped) == set(expected.skipped)
@@ -287,7 +287,7 @@ def test_random_hostile_folders_lose_nothing(tmp_path: Path, seed: int) -> None:
     with duckdb.connect(str(tmp_path / "w.duckdb")) as conn:
         store.ensure_tables(conn)
         store.start_staging(conn)
-        store.stage_batch(conn, pa.Table.from_pylist(rows, schema=readers.ACCEPTED_SCHEMA))
+        store.stage_batch(conn, pa.Table.from_pylist(rows, schema=contract.ACCEPTED_SCHEMA))
         store.commit_domain(conn, "d", result, run_id=None)
         assert all(row["balanced"] for row in store.reconcile(conn, "d"))
         conn.execute("SELECT CAST(round(rating) AS INTEGER), CAST(extra AS JSON) FROM raw_documents").fetchall()

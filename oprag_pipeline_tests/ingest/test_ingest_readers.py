@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from oprag_pipeline.ingest import readers
+from oprag_pipeline.ingest import contract, input_files, readers
 from oprag_pipeline_tests.conftest import write_lines
 
 
@@ -163,7 +163,7 @@ def test_hidden_and_unsupported_files_are_not_inputs(tmp_path: Path) -> None:
     write_lines(domain / "ok.jsonl", [doc("a", "fine")])
     write_lines(domain / ".partial.jsonl", [doc("b", "in progress")])
     write_lines(domain / "notes.txt", ["not an input"])
-    assert [p.name for p in readers.list_input_files(domain)] == ["ok.jsonl"]
+    assert [p.name for p in input_files.list_input_files(domain)] == ["ok.jsonl"]
 
 
 @pytest.mark.parametrize(
@@ -178,13 +178,13 @@ def test_hidden_and_unsupported_files_are_not_inputs(tmp_path: Path) -> None:
     ],
 )
 def test_parse_date(value: object, expected: str | None) -> None:
-    parsed = readers.parse_date(value)
+    parsed = contract.parse_date(value)
     assert (parsed.isoformat() if parsed else None) == expected
 
 
 def test_content_hash_sees_metadata_changes() -> None:
-    base = readers.normalise_record({"doc_id": "a", "text": "same"}, max_text_chars=100)
-    with_author = readers.normalise_record({"doc_id": "a", "text": "same", "author_id": "u1"}, max_text_chars=100)
-    again = readers.normalise_record({"doc_id": "a", "text": " same "}, max_text_chars=100)
+    base = contract.normalise_record({"doc_id": "a", "text": "same"}, max_text_chars=100)
+    with_author = contract.normalise_record({"doc_id": "a", "text": "same", "author_id": "u1"}, max_text_chars=100)
+    again = contract.normalise_record({"doc_id": "a", "text": " same "}, max_text_chars=100)
     assert base["content_hash"] != with_author["content_hash"]
     assert base["content_hash"] == again["content_hash"]

@@ -116,7 +116,8 @@ def build(data: Path, args: argparse.Namespace) -> None:
     """Generate the clean domain, copy it with the flood added, and run the pipeline for both."""
     from dagster import DagsterInstance
 
-    from oprag_pipeline.demo.generator import END_DATE, generate_demo
+    from oprag_pipeline.demo.authors import END_DATE
+    from oprag_pipeline.demo.generator import generate_demo
     from oprag_pipeline.runner import materialize_domains
 
     generate_demo(data, docs=args.docs, seed=args.seed, domains=("hotels",))

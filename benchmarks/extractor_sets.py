@@ -171,7 +171,8 @@ def demo_emotions_section(extractors: Mapping[str, OfflineExtractor], docs: int 
     mention compared with the opinion extracted for its entity in its document."""
     import json
 
-    from oprag_pipeline.demo.generator import DOMAINS, entities_truth, generate_demo, iter_jsonl
+    from oprag_pipeline.demo.generator import DOMAINS, generate_demo
+    from oprag_pipeline.demo.truth import entities_truth, iter_jsonl
 
     with tempfile.TemporaryDirectory() as tmp:
         generate_demo(Path(tmp), docs=docs, seed=7, workers=1)

@@ -5,6 +5,7 @@ and `truth/<domain>/{mentions.jsonl,documents.jsonl,entities.json}` (read only b
 whole pipeline can run and be scored without external data.
 """
 
-from oprag_pipeline.demo.generator import DOMAINS, DemoResult, entities_truth, generate_demo, iter_jsonl
+from oprag_pipeline.demo.generator import DOMAINS, DemoResult, generate_demo
+from oprag_pipeline.demo.truth import entities_truth, iter_jsonl
 
 __all__ = ["DOMAINS", "DemoResult", "entities_truth", "generate_demo", "iter_jsonl"]

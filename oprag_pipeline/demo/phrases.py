@@ -6,7 +6,7 @@ sentiment back, while a careful human (or a good extractor) can. Hence implied o
 reception"), negations ("the bed was not uncomfortable"), comparisons with the past, hedges, rare sarcasm, emotions
 in words, and evidence markers.
 
-Template mini-language (compiled by `generator.py`):
+Template mini-language (compiled by `templates.py`):
 
 - `{a}` — a random alias of the entity (noun phrase); `[text]` — a fixed alias written inline (append `|p` inside
   the brackets when it is plural, e.g. `[payouts|p]`). A template without either mentions the entity implicitly.

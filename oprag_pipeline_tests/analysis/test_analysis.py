@@ -178,7 +178,7 @@ def test_recency_weights_halve_per_half_life_and_keep_the_count() -> None:
 
 
 def _truth_scores(data_dir: Path, domain: str) -> dict[str, list[tuple[str, int]]]:
-    from oprag_pipeline.demo.generator import iter_jsonl
+    from oprag_pipeline.demo.truth import iter_jsonl
 
     by_entity: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for m in iter_jsonl(data_dir / "truth" / domain / "mentions.jsonl"):

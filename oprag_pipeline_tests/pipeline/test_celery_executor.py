@@ -283,6 +283,18 @@ def _kill_a_shard_once_it_has_committed_a_part(
                     index = int(step.split("shard_")[-1].rstrip("]"))
                     folder = data_dir / "shards" / DOMAIN / f"shard-{index:03d}-of-002"
                     if pid and list(folder.glob("part-*.header.parquet")):
+                        # frozen first, then the step's events read again: on a loaded machine the shard may have
+                        # finished since the read above, and a finished step is no mid-shard kill
+                        os.kill(pid, signal.SIGSTOP)
+                        again = instance.all_logs(records[0].dagster_run.run_id)
+                        if any(
+                            e.dagster_event
+                            and e.step_key == step
+                            and e.dagster_event.event_type == DagsterEventType.STEP_SUCCESS
+                            for e in again
+                        ):
+                            os.kill(pid, signal.SIGCONT)
+                            continue
                         os.kill(pid, signal.SIGKILL)
                         return step, pid
             time.sleep(0.2)

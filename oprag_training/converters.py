@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -206,9 +206,8 @@ def project_emotions(goemotions_labels: Iterable[str]) -> tuple[str, ...]:
     return tuple(e for e in PROJECT_EMOTIONS if e in mapped)
 
 
-def read_goemotions(path: Path, label_names: Sequence[str]) -> list[EmotionExample]:
-    """A GoEmotions TSV (text, comma-separated label indices, comment id), labels mapped to the project's."""
-    out: list[EmotionExample] = []
+def goemotions_rows(path: Path, label_names: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+    """A GoEmotions TSV (text, comma-separated label indices, comment id): each comment with its label names."""
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -219,8 +218,12 @@ def read_goemotions(path: Path, label_names: Sequence[str]) -> list[EmotionExamp
             labels = [label_names[int(i)] for i in parts[1].split(",")]
         except (ValueError, IndexError) as exc:
             raise FormatError(f"{path}:{number}: {exc}") from None
-        out.append(EmotionExample(parts[0], project_emotions(labels)))
-    return out
+        yield parts[0], labels
+
+
+def read_goemotions(path: Path, label_names: Sequence[str]) -> list[EmotionExample]:
+    """A GoEmotions TSV, labels mapped to the project's."""
+    return [EmotionExample(text, project_emotions(labels)) for text, labels in goemotions_rows(path, label_names)]
 
 
 def goemotions_labels(path: Path) -> list[str]:
@@ -263,22 +266,14 @@ smallest step from neutral) states no opinion; a noun of it is a neutral target.
 
 
 def goemotions_neutral(path: Path, label_names: Sequence[str]) -> list[str]:
-    """The comments of a GoEmotions TSV whose only label is ``neutral`` (no emotion at all), in file order."""
-    out: list[str] = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        try:
-            if len(parts) != 3:
-                raise ValueError(f"{len(parts)} tab-separated fields, expected 3")
-            labels = {label_names[int(i)] for i in parts[1].split(",")}
-        except (ValueError, IndexError) as exc:
-            raise FormatError(f"{path}:{number}: {exc}") from None
-        # a whole statement, not a reply fragment, and no anonymisation placeholder ("[NAME]") as its noun
-        if labels == {"neutral"} and len(parts[0].split()) >= 6 and "[" not in parts[0]:
-            out.append(parts[0])
-    return out
+    """The comments of a GoEmotions TSV whose only label is ``neutral`` (no emotion at all), in file order: whole
+    statements (six words or more, not a reply fragment) without an anonymisation placeholder ("[NAME]"), which
+    would otherwise be their noun."""
+    return [
+        text
+        for text, labels in goemotions_rows(path, label_names)
+        if set(labels) == {"neutral"} and len(text.split()) >= 6 and "[" not in text
+    ]
 
 
 def noun_target(text: str) -> tuple[int, int] | None:

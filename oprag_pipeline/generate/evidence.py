@@ -126,9 +126,8 @@ def quotable(text: str, entity: RegistryEntity | None, side: str | None = None) 
     if side in ("positive", "negative"):
         # a quote for a side shows that side: an evaluation in its direction outranks a plain fact that names the
         # entity ("Stayed 9 nights at the hotel." is no evidence that guests liked it)
-        return sorted(
-            found, key=lambda c: (c.contradicts_side, not (c.evaluative and not c.contradicts_side), not c.names_entity)
-        )
+        # (a sentence that contradicts the side is evaluative by definition, so the second key only orders the rest)
+        return sorted(found, key=lambda c: (c.contradicts_side, not c.evaluative, not c.names_entity))
     return sorted(found, key=lambda c: (not c.names_entity, c.contradicts_side, not c.evaluative))
 
 
